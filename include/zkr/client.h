@@ -1,0 +1,125 @@
+/* zkr_client: one ZooKeeper session shared by every lock of a process.
+ *
+ * The client owns the ZooKeeper handle, follows the session through
+ * disconnects and expiry, and reports Curator-style connection states to
+ * listeners.  After a session is LOST the client opens a new session by
+ * itself and reports RECONNECTED when it is up.
+ *
+ * Threading: every function may be called from any thread.  Listeners run
+ * one at a time, in registration order, on a thread owned by the client
+ * (never on ZooKeeper's completion thread), so a listener may call any
+ * library function, including zkr_client_remove_listener on itself.  It must
+ * not call zkr_client_close on its own client. */
+#ifndef ZKR_CLIENT_H
+#define ZKR_CLIENT_H
+
+#include "zkr/common.h"
+#include "zkr/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkr_client zkr_client_t;
+
+/* Connection states, as Curator's ConnectionState. */
+typedef enum zkr_state {
+    ZKR_STATE_LATENT = 0,      /* never connected yet (not reported) */
+    ZKR_STATE_CONNECTED = 1,   /* first connection of this client (once) */
+    ZKR_STATE_SUSPENDED = 2,   /* connection lost; the session may survive */
+    ZKR_STATE_RECONNECTED = 3, /* connected again (same or new session) */
+    ZKR_STATE_LOST = 4,        /* session expired, or SUSPENDED for a whole
+                                  negotiated session timeout */
+    ZKR_STATE_READ_ONLY = 5,   /* connected to a read-only server */
+    ZKR_STATE_CLOSED = 6       /* zkr_client_close was called (not reported) */
+} zkr_state_t;
+
+/* "CONNECTED", "SUSPENDED", ... ; "UNKNOWN" for out-of-range values. */
+ZKR_EXTERN const char *zkr_state_name(zkr_state_t state);
+
+typedef struct zkr_client_options {
+    /* Requested session timeout; the server may negotiate it into
+     * [2, 20] x its tickTime.  Default 15000. */
+    int session_timeout_ms;
+    /* How long zkr_client_open waits for the first connection.  Default
+     * 15000; < 0 returns at once and connects in the background. */
+    int connect_timeout_ms;
+    /* Optional chroot ("/app"): every path the client uses is relative to
+     * it.  NULL or "" for none. */
+    const char *chroot;
+    /* Allow connecting to a read-only server (reports READ_ONLY). */
+    int allow_read_only;
+    /* Optional authentication, as zoo_add_auth (e.g. "digest", "user:pw").
+     * NULL scheme for none.  Re-added on every new session. */
+    const char *auth_scheme;
+    const char *auth_data;
+    int auth_data_len;
+    /* ZooKeeper C client log level, which is process-wide: -1 (default)
+     * leaves it as it is, 0 silences it, 1 error, 2 warn, 3 info, 4 debug. */
+    int zk_log_level;
+} zkr_client_options_t;
+
+/* Fill `opt` with the defaults above.  NULL is ignored. */
+ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);
+
+/* Open a client.  `hosts` is a ZooKeeper connection string
+ * "host:port[,host:port...]"; `opt` may be NULL for the defaults.
+ * Returns:
+ *   ZKR_OK          *out is the client (connected unless connect_timeout_ms < 0)
+ *   ZKR_EINVAL      out or hosts NULL, hosts empty or too long, bad chroot,
+ *                   session_timeout_ms < 0
+ *   ZKR_ETIMEDOUT   no connection within connect_timeout_ms (nothing leaks;
+ *                   *out is NULL)
+ *   ZKR_ENOAUTH     the server refused the authentication
+ *   ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER  resources / handle creation */
+ZKR_EXTERN int zkr_client_open(zkr_client_t **out, const char *hosts,
+                               const zkr_client_options_t *opt);
+
+/* Wait until the client is connected (CONNECTED, RECONNECTED or READ_ONLY).
+ * Returns ZKR_OK, ZKR_EINVAL (c NULL), ZKR_ETIMEDOUT, ZKR_ECLOSED (the client
+ * was closed while waiting), ZKR_ENOAUTH. */
+ZKR_EXTERN int zkr_client_wait_connected(zkr_client_t *c, int64_t timeout_ms);
+
+/* The last state the client reached (the one listeners were or are about
+ * to be told).  ZKR_STATE_LATENT for NULL. */
+ZKR_EXTERN zkr_state_t zkr_client_state(zkr_client_t *c);
+
+/* 1 if the client is connected and its session usable, 0 otherwise. */
+ZKR_EXTERN int zkr_client_is_connected(zkr_client_t *c);
+
+/* The current session: id and, if passwd is not NULL, its 16-byte password.
+ * Returns ZKR_OK, ZKR_EINVAL (c or id NULL), ZKR_ECONNLOSS (no session has
+ * been established yet). */
+ZKR_EXTERN int zkr_client_session(zkr_client_t *c, int64_t *id, char passwd[16]);
+
+/* The session timeout the server negotiated (ms) for the current session.
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS (never connected). */
+ZKR_EXTERN int zkr_client_session_timeout(zkr_client_t *c, int *timeout_ms);
+
+/* State listener.  Called with each state change, in order, exactly once per
+ * change (duplicates are not reported). */
+typedef void (*zkr_state_fn)(zkr_client_t *c, zkr_state_t state, void *ctx);
+
+/* Register a listener.  The same (fn, ctx) pair may be added only once.
+ * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENODEEXISTS (already
+ * registered), ZKR_ENOMEM, ZKR_ECLOSED. */
+ZKR_EXTERN int zkr_client_add_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
+
+/* Remove a listener.  When it returns, the listener is not running (unless
+ * this is called from inside that listener) and will not be called again.
+ * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENONODE (not registered). */
+ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
+
+/* Close the session (ephemeral lock nodes vanish at once on the server) and
+ * free the client.  Threads blocked in the library on this client return
+ * ZKR_ECLOSED; when zkr_client_close returns, no callback of this client
+ * runs any more and no memory of it is touched.  Lock objects made on the
+ * client must be freed before it; using them afterwards is undefined.
+ * Safe while disconnected.  NULL is a no-op.  Must not be called from a
+ * listener or callback of the same client. */
+ZKR_EXTERN void zkr_client_close(zkr_client_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

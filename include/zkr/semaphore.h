@@ -1,0 +1,132 @@
+/* zkr_semaphore: counted semaphore with leases, wire-compatible with Apache
+ * Curator's InterProcessSemaphoreV2; and zkr_semaphore_mutex, the
+ * non-reentrant mutex built on it (Curator InterProcessSemaphoreMutex).
+ *
+ * Layout: "<path>/locks" holds an ordinary mutex that serialises acquirers;
+ * "<path>/leases" holds one EPHEMERAL_SEQUENTIAL node per lease,
+ * "_c_<uuid>-lease-<seq>".  At most max_leases leases exist at once; only the
+ * acquirer holding "<path>/locks" watches "<path>/leases" (no herd).
+ *
+ * max_leases is a convention between all users of the path, or is read
+ * from a shared count node (4-byte big-endian int, Curator's SharedCount)
+ * that is watched, so a change takes effect for waiters.
+ *
+ *   zkr_semaphore_t *s;  zkr_lease_t *lease;
+ *   zkr_semaphore_new(&s, client, "/app/sem/db-connections", 10);
+ *   if (zkr_semaphore_acquire(s, 2000, &lease) == ZKR_OK) {
+ *       ... use one of the 10 slots ...
+ *       zkr_lease_return(lease);
+ *   }
+ *   zkr_semaphore_free(s);
+ */
+#ifndef ZKR_SEMAPHORE_H
+#define ZKR_SEMAPHORE_H
+
+#include "zkr/client.h"
+#include "zkr/common.h"
+#include "zkr/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkr_semaphore zkr_semaphore_t;
+typedef struct zkr_lease zkr_lease_t;
+
+/* A semaphore on `path` with a fixed max_leases (>= 1).  Nothing is sent.
+ * Returns ZKR_OK, ZKR_EINVAL (NULL argument, malformed path,
+ * max_leases < 1), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
+                                 int max_leases);
+
+/* A semaphore whose max_leases is the shared count stored at count_path
+ * (which must exist when acquiring; see zkr_shared_count_set).
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
+                                        const char *count_path);
+
+/* Acquire one lease, waiting at most timeout_ms (< 0 forever, 0 one try).
+ * Returns:
+ *   ZKR_OK            *lease is yours; give it back with zkr_lease_return
+ *   ZKR_EINVAL        NULL argument
+ *   ZKR_ETIMEDOUT     no lease in time (nothing is left behind)
+ *   ZKR_ESESSIONLOST  the session was lost while waiting
+ *   ZKR_ENONODE       the shared count node does not exist
+ *   ZKR_EBADDATA      the shared count node does not hold a 4-byte count
+ *   ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER */
+ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_t **lease);
+
+/* Acquire n leases, all or nothing, with one deadline for the whole call.
+ * leases must have room for n.  On failure every lease taken is returned
+ * and leases[] is set to NULL.  Same return codes as zkr_semaphore_acquire,
+ * plus ZKR_EINVAL for n < 1. */
+ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms,
+                                       zkr_lease_t **leases);
+
+/* Return a lease (from any thread) and free it: its node is deleted (in the
+ * background if the connection is down).  NULL is a no-op returning OK.
+ * Returns ZKR_OK, or ZKR_ELOST if the lease had been lost with its session
+ * (it is freed all the same). */
+ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
+
+/* Return n leases (NULL entries skipped); reports the first error but
+ * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0),
+ * ZKR_ELOST. */
+ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, int n);
+
+/* The lease node's full path (valid until the lease is returned); NULL for
+ * NULL. */
+ZKR_EXTERN const char *zkr_lease_path(const zkr_lease_t *lease);
+
+/* The lease's fencing token (czxid of its node).
+ * Returns ZKR_OK, ZKR_EINVAL. */
+ZKR_EXTERN int zkr_lease_fencing_token(const zkr_lease_t *lease, int64_t *token);
+
+/* All current lease nodes as full paths, in sequence order.  Free with
+ * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count);
+
+/* Free the semaphore object.  Leases already taken stay valid (they belong
+ * to the client) and must still be returned.  NULL is a no-op. */
+ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore_t *s);
+
+/* Set the shared count at count_path to `value`, creating the node (and its
+ * parents) if needed.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_EZOOKEEPER. */
+ZKR_EXTERN int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value);
+
+/* Read the shared count.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ENONODE,
+ * ZKR_EBADDATA, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED. */
+ZKR_EXTERN int zkr_shared_count_get(zkr_client_t *c, const char *count_path, int32_t *value);
+
+/* ---- non-reentrant mutex: a semaphore of one lease ----------------------- */
+
+typedef struct zkr_semaphore_mutex zkr_semaphore_mutex_t;
+
+/* Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_mutex_new(zkr_semaphore_mutex_t **out, zkr_client_t *c, const char *path);
+
+/* Acquire.  Not reentrant: if this object already holds the mutex, the call
+ * waits like any other contender (and times out).  Same return codes as
+ * zkr_semaphore_acquire. */
+ZKR_EXTERN int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t timeout_ms);
+
+/* Release; any thread may release.  Returns ZKR_OK, ZKR_EINVAL,
+ * ZKR_ENOTOWNER (this object does not hold it), ZKR_ELOST. */
+ZKR_EXTERN int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m);
+
+/* 1 if this object holds the mutex. */
+ZKR_EXTERN int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m);
+
+/* Fencing token of the current hold.  Returns ZKR_OK, ZKR_EINVAL,
+ * ZKR_ENOTOWNER. */
+ZKR_EXTERN int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token);
+
+/* Free (a hold still open is released).  NULL is a no-op. */
+ZKR_EXTERN void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,12 @@
+/* zkrecipes: Curator-compatible distributed lock recipes on Apache
+ * ZooKeeper.  Include this one header. */
+#ifndef ZKR_ZKR_H
+#define ZKR_ZKR_H
+
+#include "zkr/common.h"
+#include "zkr/errors.h"
+#include "zkr/client.h"
+#include "zkr/mutex.h"
+#include "zkr/semaphore.h"
+
+#endif

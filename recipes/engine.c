@@ -1,0 +1,525 @@
+/* The queue engine.  See engine.h and docs/architecture.md. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/engine.h"
+
+#define PARENT_RETRIES 5
+#define CREATE_RETRIES 20
+
+/* ---- decisions ------------------------------------------------------------ */
+
+int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t ours, size_t *watch)
+{
+    (void)sorted;
+    (void)n;
+    size_t max = (size_t)*(const int *)arg;
+    if (ours < max)
+        return 1;
+    *watch = ours - max;
+    return 0;
+}
+
+static const int one_holder = 1;
+
+const zkr__driver_t zkr__lock_driver = {
+    .marker = "lock-",
+    .key = zkr__sort_key,
+    .key_marker = "lock-",
+    .decide = zkr__decide_first_n,
+    .decide_arg = &one_holder,
+};
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static int is_connection_error(int zrc)
+{
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+}
+
+static int is_session_error(int zrc)
+{
+    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZSESSIONMOVED ||
+           zrc == ZCLOSING;
+}
+
+void zkr__node_clear(zkr__node_t *node)
+{
+    free(node->path);
+    memset(node, 0, sizeof *node);
+}
+
+int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out)
+{
+    (void)c;
+    struct String_vector sv = {0, NULL};
+    out->v = NULL;
+    out->n = 0;
+    int zrc = zoo_get_children(zkr__zh(h), dir, 0, &sv);
+    if (zrc == ZNONODE)
+        return ZKR_OK;
+    if (zrc != ZOK)
+        return zkr__zk_error(zrc);
+    int rc = ZKR_OK;
+    if (sv.count > 0 && zkr__strvec_copy(out, sv.data, (size_t)sv.count) != 0)
+        rc = ZKR_ENOMEM;
+    deallocate_String_vector(&sv);
+    return rc;
+}
+
+/* ---- create, with the listing pipelined behind it ---------------------------- */
+
+typedef struct create_op {
+    zkr_client_t *c;
+    pthread_cond_t cond;
+    int pending;
+    int create_rc;
+    char *created;
+    struct Stat stat;
+    int list_rc;
+    zkr__strvec_t children;
+} create_op_t;
+
+static void create_done(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    create_op_t *op = (create_op_t *)data;
+    pthread_mutex_t *mu = zkr__client_mutex(op->c);
+    char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
+    pthread_mutex_lock(mu);
+    op->create_rc = rc;
+    if (rc == ZOK) {
+        if (!copy)
+            op->create_rc = ZSYSTEMERROR; /* ENOMEM: treated as a lost reply */
+        op->created = copy;
+        if (stat)
+            op->stat = *stat;
+    }
+    if (--op->pending == 0)
+        pthread_cond_signal(&op->cond);
+    pthread_mutex_unlock(mu);
+}
+
+static void list_done(int rc, const struct String_vector *sv, const void *data)
+{
+    create_op_t *op = (create_op_t *)data;
+    pthread_mutex_t *mu = zkr__client_mutex(op->c);
+    zkr__strvec_t kids = {NULL, 0};
+    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(&kids, sv->data, (size_t)sv->count) != 0)
+        rc = ZSYSTEMERROR;
+    pthread_mutex_lock(mu);
+    op->list_rc = rc;
+    op->children = kids;
+    if (--op->pending == 0)
+        pthread_cond_signal(&op->cond);
+    pthread_mutex_unlock(mu);
+}
+
+/* Outcome of recovering a create whose reply was lost. */
+#define RECOVER_RETRY 1
+
+static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid, int64_t create_session,
+                             int64_t deadline, zkr__node_t *out)
+{
+    char prefix[ZKR__UUID_LEN + 8];
+    memcpy(prefix, "_c_", 3);
+    memcpy(prefix + 3, uuid, ZKR__UUID_LEN);
+    prefix[3 + ZKR__UUID_LEN] = '-';
+    prefix[4 + ZKR__UUID_LEN] = '\0';
+    for (;;) {
+        int rc = zkr__client_wait_usable(c, deadline);
+        if (rc != ZKR_OK) {
+            /* We cannot look now: make sure whatever the create left behind
+             * is deleted once we can. */
+            zkr__client_delete_prefix_later(c, dir, prefix, create_session);
+            return rc;
+        }
+        zkr__zh_t *h;
+        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+            return rc;
+        zkr__strvec_t kids;
+        rc = zkr__list(c, h, dir, &kids);
+        if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
+            zkr__client_put_handle(c, h);
+            continue;
+        }
+        if (rc != ZKR_OK) {
+            zkr__client_put_handle(c, h);
+            zkr__client_delete_prefix_later(c, dir, prefix, create_session);
+            return rc;
+        }
+        long i = zkr__strvec_find_prefix(&kids, prefix);
+        if (i < 0) {
+            zkr__strvec_free(&kids);
+            zkr__client_put_handle(c, h);
+            return RECOVER_RETRY; /* the create never happened */
+        }
+        char *full = zkr__path_join(dir, kids.v[i]);
+        zkr__strvec_free(&kids);
+        if (!full) {
+            zkr__client_put_handle(c, h);
+            zkr__client_delete_prefix_later(c, dir, prefix, create_session);
+            return ZKR_ENOMEM;
+        }
+        struct Stat st;
+        int zrc = zoo_exists(zkr__zh(h), full, 0, &st);
+        int64_t now_session = zkr__zh_session(c, h);
+        if (zrc == ZOK && now_session == create_session && st.ephemeralOwner == create_session) {
+            zkr__client_put_handle(c, h);
+            out->path = full;
+            out->czxid = st.czxid;
+            out->session = create_session;
+            return ZKR_OK; /* adopt our own node */
+        }
+        if (zrc == ZOK) {
+            /* A node of another session (the one that sent the create is
+             * gone): it would block every contender.  Delete it. */
+            zrc = zoo_delete(zkr__zh(h), full, -1);
+            if (zrc != ZOK && zrc != ZNONODE)
+                zkr__client_delete_later(c, full, create_session);
+        } else if (zrc != ZNONODE) {
+            zkr__client_put_handle(c, h);
+            free(full);
+            continue; /* could not look: try again */
+        }
+        zkr__client_put_handle(c, h);
+        free(full);
+        return RECOVER_RETRY;
+    }
+}
+
+int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
+                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
+                     zkr__strvec_t *children)
+{
+    memset(out, 0, sizeof *out);
+    if (children) {
+        children->v = NULL;
+        children->n = 0;
+    }
+    int parent_tries = 0;
+    for (int attempt = 0; attempt < CREATE_RETRIES; attempt++) {
+        int rc = zkr__client_wait_usable(c, deadline);
+        if (rc != ZKR_OK)
+            return rc;
+        zkr__zh_t *h;
+        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+            return rc;
+        int64_t session = zkr__zh_session(c, h);
+        char *path;
+        if (exact_name) {
+            out->uuid[0] = '\0';
+            path = zkr__path_join(dir, exact_name);
+        } else {
+            if (zkr__uuid(out->uuid) != 0) {
+                zkr__client_put_handle(c, h);
+                return ZKR_ESYSTEM;
+            }
+            path = zkr__protected_path(dir, out->uuid, marker);
+        }
+        if (!path) {
+            zkr__client_put_handle(c, h);
+            return ZKR_ENOMEM;
+        }
+
+        create_op_t op;
+        memset(&op, 0, sizeof op);
+        op.c = c;
+        if (zkr__cond_init(&op.cond) != 0) {
+            free(path);
+            zkr__client_put_handle(c, h);
+            return ZKR_ESYSTEM;
+        }
+        op.create_rc = ZSYSTEMERROR;
+        op.list_rc = ZSYSTEMERROR;
+        pthread_mutex_t *mu = zkr__client_mutex(c);
+        pthread_mutex_lock(mu);
+        /* The listing goes right behind the create: ZooKeeper answers one
+         * session's requests in order, so it already sees our node. */
+        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, &ZOO_OPEN_ACL_UNSAFE, mode,
+                               create_done, &op);
+        if (zrc == ZOK) {
+            op.pending++;
+            if (children && zoo_aget_children(zkr__zh(h), dir, 0, list_done, &op) == ZOK)
+                op.pending++;
+        } else {
+            op.create_rc = zrc;
+        }
+        while (op.pending > 0)
+            pthread_cond_wait(&op.cond, mu);
+        pthread_mutex_unlock(mu);
+        pthread_cond_destroy(&op.cond);
+        zkr__client_put_handle(c, h);
+        free(path);
+
+        if (op.create_rc == ZOK) {
+            out->path = op.created;
+            out->czxid = op.stat.czxid;
+            out->session = op.stat.ephemeralOwner ? op.stat.ephemeralOwner : session;
+            if (children && op.list_rc == ZOK)
+                *children = op.children;
+            else
+                zkr__strvec_free(&op.children);
+            return ZKR_OK;
+        }
+        zkr__strvec_free(&op.children);
+        free(op.created);
+
+        if (op.create_rc == ZNONODE && parent_tries++ < PARENT_RETRIES) {
+            /* Parents are containers: create them (again: ZooKeeper may
+             * have reaped an empty one since). */
+            if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+                return rc;
+            rc = zkr__ensure_path(zkr__zh(h), dir);
+            zkr__client_put_handle(c, h);
+            if (rc != ZKR_OK && rc != ZKR_ECONNLOSS && rc != ZKR_ESESSIONLOST)
+                return rc;
+            continue;
+        }
+        if (op.create_rc == ZNODEEXISTS && exact_name)
+            return ZKR_ENODEEXISTS;
+        if (is_connection_error(op.create_rc) || op.create_rc == ZSYSTEMERROR) {
+            if (exact_name) {
+                /* Not protected: the name is ours alone by construction
+                 * (a caller-chosen unique name); look for it. */
+                zkr__node_t probe;
+                memset(&probe, 0, sizeof probe);
+                rc = zkr__client_wait_usable(c, deadline);
+                if (rc != ZKR_OK) {
+                    char *p = zkr__path_join(dir, exact_name);
+                    if (p)
+                        zkr__client_delete_later(c, p, session);
+                    free(p);
+                    return rc;
+                }
+                if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+                    return rc;
+                char *p = zkr__path_join(dir, exact_name);
+                struct Stat st;
+                int z = p ? zoo_exists(zkr__zh(h), p, 0, &st) : ZSYSTEMERROR;
+                int64_t now_session = zkr__zh_session(c, h);
+                zkr__client_put_handle(c, h);
+                if (z == ZOK && st.ephemeralOwner == session && now_session == session) {
+                    out->path = p;
+                    out->czxid = st.czxid;
+                    out->session = session;
+                    return ZKR_OK;
+                }
+                if (z == ZOK && p)
+                    zkr__client_delete_later(c, p, session);
+                free(p);
+                continue;
+            }
+            rc = recover_protected(c, dir, out->uuid, session, deadline, out);
+            if (rc == RECOVER_RETRY)
+                continue;
+            if (rc == ZKR_OK && children) {
+                /* The adopted node is ours: list for the caller. */
+                if (zkr__client_get_handle(c, &h) == ZKR_OK) {
+                    if (zkr__list(c, h, dir, children) != ZKR_OK) {
+                        children->v = NULL;
+                        children->n = 0;
+                    }
+                    zkr__client_put_handle(c, h);
+                }
+            }
+            return rc;
+        }
+        if (is_session_error(op.create_rc))
+            continue; /* the session went away: try on the next one */
+        return zkr__zk_error(op.create_rc);
+    }
+    return ZKR_EZOOKEEPER;
+}
+
+int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
+{
+    if (!node->path)
+        return ZKR_OK;
+    zkr__zh_t *h;
+    int rc = zkr__client_get_handle(c, &h);
+    if (rc != ZKR_OK) {
+        /* Closing: closing the session deletes its ephemeral nodes. */
+        zkr__node_clear(node);
+        return rc;
+    }
+    int lost = zkr__zh_session(c, h) != node->session;
+    int done = 0;
+    if (zkr__zh_usable(c, h)) {
+        int zrc = zoo_delete(zkr__zh(h), node->path, -1);
+        done = (zrc == ZOK || zrc == ZNONODE);
+    }
+    if (!done)
+        zkr__client_delete_later(c, node->path, node->session);
+    zkr__client_put_handle(c, h);
+    zkr__node_clear(node);
+    return lost ? ZKR_ELOST : ZKR_OK;
+}
+
+/* ---- waiting ------------------------------------------------------------------- */
+
+int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
+                    zkr__strvec_t *first_listing, int64_t deadline)
+{
+    zkr__waiter_t w;
+    int rc = zkr__waiter_init(c, &w);
+    if (rc != ZKR_OK)
+        return rc;
+    pthread_mutex_t *mu = zkr__client_mutex(c);
+    zkr__strvec_t kids = {NULL, 0};
+    int have = 0;
+    if (first_listing && first_listing->v) {
+        kids = *first_listing;
+        first_listing->v = NULL;
+        first_listing->n = 0;
+        have = 1;
+    }
+    const char *name = zkr__path_basename(node->path);
+    for (;;) {
+        zkr__zh_t *h;
+        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+            break;
+        if (zkr__zh_session(c, h) != node->session) {
+            /* Our node belonged to a session that is gone. */
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ESESSIONLOST;
+            break;
+        }
+        if (!have) {
+            rc = zkr__list(c, h, dir, &kids);
+            if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
+                zkr__client_put_handle(c, h);
+                if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+                    break;
+                continue;
+            }
+            if (rc != ZKR_OK) {
+                zkr__client_put_handle(c, h);
+                break;
+            }
+        }
+        have = 0;
+        if (zkr__sort_children(kids.v, kids.n, drv->key, drv->key_marker) != 0) {
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ENOMEM;
+            break;
+        }
+        long ours = zkr__strvec_find(&kids, name);
+        if (ours < 0) {
+            /* Our node is gone: only the end of its session does that. */
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ESESSIONLOST;
+            break;
+        }
+        size_t watch = 0;
+        int d = drv->decide(drv->decide_arg, kids.v, kids.n, (size_t)ours, &watch);
+        if (d != 0) {
+            zkr__client_put_handle(c, h);
+            rc = d > 0 ? ZKR_OK : d;
+            break;
+        }
+        if (zkr__remaining_ms(deadline) == 0) {
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ETIMEDOUT;
+            break;
+        }
+        if (watch >= kids.n) {
+            zkr__client_put_handle(c, h);
+            rc = ZKR_EZOOKEEPER;
+            break;
+        }
+        char *wpath = zkr__path_join(dir, kids.v[watch]);
+        zkr__strvec_free(&kids);
+        if (!wpath) {
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ENOMEM;
+            break;
+        }
+        pthread_mutex_lock(mu);
+        w.events = 0;
+        pthread_mutex_unlock(mu);
+        /* A data watch (never exists, never a children watch) on the one
+         * node we depend on. */
+        char buf[16];
+        int blen = (int)sizeof buf;
+        struct Stat st;
+        int zrc = zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(), zkr__waiter_ctx(&w), buf, &blen, &st);
+        zkr__client_put_handle(c, h);
+        free(wpath);
+        if (zrc == ZNONODE)
+            continue; /* already gone: re-evaluate at once */
+        if (zrc == ZOK) {
+            pthread_mutex_lock(mu);
+            unsigned ev = zkr__waiter_wait_locked(c, &w, deadline);
+            pthread_mutex_unlock(mu);
+            if (ev & ZKR__WAKE_CLOSE) {
+                rc = ZKR_ECLOSED;
+                break;
+            }
+            if (ev == 0) {
+                rc = ZKR_ETIMEDOUT;
+                break;
+            }
+            if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+                break;
+            continue;
+        }
+        if (is_connection_error(zrc) || is_session_error(zrc)) {
+            if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+                break;
+            continue;
+        }
+        rc = zkr__zk_error(zrc);
+        break;
+    }
+    zkr__strvec_free(&kids);
+    zkr__waiter_destroy(c, &w);
+    return rc;
+}
+
+int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, const char *data,
+                       int datalen, int64_t deadline, zkr__node_t *out)
+{
+    zkr__strvec_t kids = {NULL, 0};
+    int rc = zkr__node_create(c, dir, drv->marker, NULL, ZOO_EPHEMERAL_SEQUENTIAL, data, datalen,
+                              deadline, out, &kids);
+    if (rc != ZKR_OK)
+        return rc;
+    rc = zkr__queue_wait(c, dir, drv, out, &kids, deadline);
+    zkr__strvec_free(&kids);
+    if (rc != ZKR_OK)
+        zkr__node_delete(c, out);
+    return rc;
+}
+
+int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__strvec_t *out)
+{
+    out->v = NULL;
+    out->n = 0;
+    zkr__zh_t *h;
+    int rc = zkr__client_get_handle(c, &h);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__strvec_t kids;
+    rc = zkr__list(c, h, dir, &kids);
+    zkr__client_put_handle(c, h);
+    if (rc != ZKR_OK)
+        return rc;
+    if (zkr__sort_children(kids.v, kids.n, drv->key, drv->key_marker) != 0) {
+        zkr__strvec_free(&kids);
+        return ZKR_ENOMEM;
+    }
+    for (size_t i = 0; i < kids.n; i++) {
+        char *full = zkr__path_join(dir, kids.v[i]);
+        if (!full) {
+            zkr__strvec_free(&kids);
+            return ZKR_ENOMEM;
+        }
+        free(kids.v[i]);
+        kids.v[i] = full;
+    }
+    *out = kids;
+    return ZKR_OK;
+}

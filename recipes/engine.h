@@ -1,0 +1,85 @@
+/* The queue engine (Curator's LockInternals): one mechanism for "create a
+ * protected sequential node under a directory, list, sort, decide with a
+ * predicate, watch the one node the predicate names, wait until a deadline,
+ * and clean up on every exit path".  Every lock kind is a driver on it. */
+#ifndef ZKR_ENGINE_H
+#define ZKR_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "recipes/internal.h"
+
+/* Decide whether the node at index `ours` of the sorted children holds the
+ * lock.  Returns 1 (held), 0 (not held: *watch is the index of the one node
+ * to data-watch) or a negative ZKR_E... code. */
+typedef int (*zkr__decide_fn)(const void *arg, char *const *sorted, size_t n, size_t ours,
+                              size_t *watch);
+
+typedef struct zkr__driver {
+    const char *marker;   /* "lock-", "__READ__", "__WRIT__", "lease-" */
+    zkr__key_fn key;      /* sort key (zkr__sort_key or zkr__rw_sort_key) */
+    const char *key_marker; /* marker passed to key() */
+    zkr__decide_fn decide;
+    const void *decide_arg;
+} zkr__driver_t;
+
+/* "first `max` in the order hold it; otherwise watch the node `max` places
+ * before ours" (StandardLockInternalsDriver).  arg points to an int max. */
+int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t ours,
+                        size_t *watch);
+
+/* The ordinary mutex driver: marker "lock-", first node holds it. */
+extern const zkr__driver_t zkr__lock_driver;
+
+/* One node we created. */
+typedef struct zkr__node {
+    char *path;       /* full path (malloc'd), NULL when empty */
+    char uuid[ZKR__UUID_LEN + 1];
+    int64_t czxid;    /* fencing token */
+    int64_t session;  /* the session that owns it */
+} zkr__node_t;
+
+/* Create a protected node "<dir>/_c_<uuid>-<marker>" with `mode`
+ * (ZOO_EPHEMERAL_SEQUENTIAL unless a driver needs otherwise), creating
+ * missing parents as containers and recovering a lost create reply.  If
+ * `children` is not NULL the directory is listed in the same round trip
+ * (the listing is sent right behind the create).  If `exact_name` is not
+ * NULL the node is "<dir>/<exact_name>" instead (not protected).
+ * Returns ZKR_OK, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ENOAUTH,
+ * ZKR_ENODEEXISTS (exact_name only), ZKR_EZOOKEEPER.  On failure nothing is
+ * left behind (or its deletion is scheduled). */
+int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
+                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
+                     zkr__strvec_t *children);
+
+/* Delete our node (version -1; ZNONODE is success).  If it cannot be done
+ * now, it is done in the background.  Returns ZKR_OK, or ZKR_ELOST if the
+ * session that created it is no longer the client's session (the node is
+ * deleted anyway if it still exists). */
+int zkr__node_delete(zkr_client_t *c, zkr__node_t *node);
+
+void zkr__node_clear(zkr__node_t *node);
+
+/* Full acquire: create our node and wait until the driver says it is held,
+ * or the deadline.  Returns ZKR_OK (out filled), ZKR_ETIMEDOUT, ZKR_ECLOSED,
+ * ZKR_ESESSIONLOST (our node vanished with the session while waiting),
+ * ZKR_ENOMEM, ZKR_ENOAUTH, ZKR_EZOOKEEPER.  On failure our node is gone or
+ * its deletion scheduled. */
+int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
+                       const char *data, int datalen, int64_t deadline, zkr__node_t *out);
+
+/* Wait on an existing node (already created) until the driver says held.
+ * Does not delete the node on failure (the caller decides). */
+int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
+                    zkr__strvec_t *first_listing, int64_t deadline);
+
+/* The sorted children of dir as full paths.  Missing dir -> empty list.
+ * Returns ZKR_OK, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
+                            zkr__strvec_t *out);
+
+/* List dir's children (no watch).  ZNONODE gives an empty list. */
+int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out);
+
+#endif

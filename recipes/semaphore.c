@@ -1,0 +1,441 @@
+/* Leased semaphore (Curator InterProcessSemaphoreV2) and the non-reentrant
+ * mutex built on it (InterProcessSemaphoreMutex). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/engine.h"
+#include "zkr/mutex.h"
+#include "zkr/semaphore.h"
+
+struct zkr_semaphore {
+    zkr_client_t *c;
+    char *locks_dir;
+    char *leases_dir;
+    int max_fixed;
+    char *count_path; /* NULL: max_fixed applies */
+};
+
+struct zkr_lease {
+    zkr_client_t *c;
+    zkr__node_t node;
+};
+
+static const int all_hold = 0x7fffffff;
+
+/* Lease nodes are only sorted for listing; who holds a lease is decided by
+ * counting, not by position. */
+static const zkr__driver_t lease_driver = {
+    .marker = "lease-",
+    .key = zkr__sort_key,
+    .key_marker = "lease-",
+    .decide = zkr__decide_first_n,
+    .decide_arg = &all_hold,
+};
+
+static void sem_destroy(zkr_semaphore_t *s)
+{
+    free(s->locks_dir);
+    free(s->leases_dir);
+    free(s->count_path);
+    free(s);
+}
+
+static int sem_make(zkr_semaphore_t **out, zkr_client_t *c, const char *path, int max,
+                    const char *count_path)
+{
+    zkr_semaphore_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return ZKR_ENOMEM;
+    s->c = c;
+    s->max_fixed = max;
+    s->locks_dir = zkr__path_join(path, "locks");
+    s->leases_dir = zkr__path_join(path, "leases");
+    if (count_path)
+        s->count_path = strdup(count_path);
+    if (!s->locks_dir || !s->leases_dir || (count_path && !s->count_path)) {
+        sem_destroy(s);
+        return ZKR_ENOMEM;
+    }
+    *out = s;
+    return ZKR_OK;
+}
+
+int zkr_semaphore_new(zkr_semaphore_t **out, zkr_client_t *c, const char *path, int max_leases)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !c || !zkr__path_valid(path) || max_leases < 1)
+        return ZKR_EINVAL;
+    return sem_make(out, c, path, max_leases, NULL);
+}
+
+int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
+                             const char *count_path)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !c || !zkr__path_valid(path) || !zkr__path_valid(count_path))
+        return ZKR_EINVAL;
+    return sem_make(out, c, path, 0, count_path);
+}
+
+void zkr_semaphore_free(zkr_semaphore_t *s)
+{
+    if (s)
+        sem_destroy(s);
+}
+
+/* Read the shared count, leaving a data watch for waiter w. */
+static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *max)
+{
+    char buf[8];
+    int len = (int)sizeof buf;
+    struct Stat st;
+    int zrc = w ? zoo_wget(zh, path, zkr__waiter_watcher(), zkr__waiter_ctx(w), buf, &len, &st)
+                : zoo_get(zh, path, 0, buf, &len, &st);
+    if (zrc != ZOK)
+        return zkr__zk_error(zrc);
+    if (len != 4)
+        return ZKR_EBADDATA;
+    *max = zkr__be32_get((const unsigned char *)buf);
+    return ZKR_OK;
+}
+
+/* Wait, as holder of locks/, until our lease is among at most max leases. */
+static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
+{
+    zkr_client_t *c = s->c;
+    zkr__waiter_t w;
+    int rc = zkr__waiter_init(c, &w);
+    if (rc != ZKR_OK)
+        return rc;
+    pthread_mutex_t *mu = zkr__client_mutex(c);
+    const char *name = zkr__path_basename(lease->path);
+    for (;;) {
+        zkr__zh_t *h;
+        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+            break;
+        if (zkr__zh_session(c, h) != lease->session) {
+            zkr__client_put_handle(c, h);
+            rc = ZKR_ESESSIONLOST;
+            break;
+        }
+        pthread_mutex_lock(mu);
+        w.events = 0;
+        pthread_mutex_unlock(mu);
+        int max = s->max_fixed;
+        rc = ZKR_OK;
+        if (s->count_path)
+            rc = read_count(zkr__zh(h), s->count_path, &w, &max);
+        struct String_vector sv = {0, NULL};
+        int zrc = ZOK;
+        if (rc == ZKR_OK) {
+            /* Only the holder of locks/ watches the leases: no herd. */
+            zrc = zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
+                                    zkr__waiter_ctx(&w), &sv);
+            rc = zkr__zk_error(zrc);
+        }
+        zkr__client_put_handle(c, h);
+        if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
+            deallocate_String_vector(&sv);
+            if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+                break;
+            continue;
+        }
+        if (rc != ZKR_OK) {
+            deallocate_String_vector(&sv);
+            break;
+        }
+        int found = 0;
+        for (int32_t i = 0; i < sv.count; i++)
+            if (sv.data[i] && strcmp(sv.data[i], name) == 0)
+                found = 1;
+        int32_t count = sv.count;
+        deallocate_String_vector(&sv);
+        if (!found) {
+            rc = ZKR_ESESSIONLOST; /* our lease vanished with its session */
+            break;
+        }
+        if (count <= max) {
+            rc = ZKR_OK;
+            break;
+        }
+        pthread_mutex_lock(mu);
+        unsigned ev = zkr__remaining_ms(deadline) == 0 ? 0 : zkr__waiter_wait_locked(c, &w, deadline);
+        pthread_mutex_unlock(mu);
+        if (ev & ZKR__WAKE_CLOSE) {
+            rc = ZKR_ECLOSED;
+            break;
+        }
+        if (ev == 0) {
+            rc = ZKR_ETIMEDOUT;
+            break;
+        }
+        if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+            break;
+    }
+    zkr__waiter_destroy(c, &w);
+    return rc;
+}
+
+static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
+{
+    zkr_client_t *c = s->c;
+    zkr_lease_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return ZKR_ENOMEM;
+    l->c = c;
+    zkr__node_t lock;
+    int rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
+    if (rc != ZKR_OK) {
+        free(l);
+        return rc;
+    }
+    rc = zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
+                          &l->node, NULL);
+    if (rc == ZKR_OK) {
+        rc = wait_for_room(s, &l->node, deadline);
+        if (rc != ZKR_OK)
+            zkr__node_delete(c, &l->node); /* never leave an orphan lease */
+    }
+    zkr__node_delete(c, &lock);
+    if (rc != ZKR_OK) {
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return ZKR_OK;
+}
+
+int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms, zkr_lease_t **leases)
+{
+    if (!s || !leases || n < 1)
+        return ZKR_EINVAL;
+    int64_t deadline = zkr__deadline(timeout_ms);
+    for (int i = 0; i < n; i++)
+        leases[i] = NULL;
+    int rc = zkr__client_enter(s->c);
+    if (rc != ZKR_OK)
+        return rc;
+    for (int i = 0; i < n && rc == ZKR_OK; i++)
+        rc = acquire_one(s, deadline, &leases[i]);
+    if (rc != ZKR_OK) {
+        zkr_lease_return_all(leases, n);
+        for (int i = 0; i < n; i++)
+            leases[i] = NULL;
+    }
+    zkr__client_leave(s->c);
+    return rc;
+}
+
+int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_t **lease)
+{
+    if (lease)
+        *lease = NULL;
+    return zkr_semaphore_acquire_n(s, 1, timeout_ms, lease);
+}
+
+int zkr_lease_return(zkr_lease_t *l)
+{
+    if (!l)
+        return ZKR_OK;
+    int rc = zkr__node_delete(l->c, &l->node);
+    free(l);
+    return rc == ZKR_ECLOSED ? ZKR_OK : rc;
+}
+
+int zkr_lease_return_all(zkr_lease_t **leases, int n)
+{
+    if (!leases || n < 0)
+        return ZKR_EINVAL;
+    int first = ZKR_OK;
+    for (int i = 0; i < n; i++) {
+        int rc = zkr_lease_return(leases[i]);
+        leases[i] = NULL;
+        if (rc != ZKR_OK && first == ZKR_OK)
+            first = rc;
+    }
+    return first;
+}
+
+const char *zkr_lease_path(const zkr_lease_t *l)
+{
+    return l ? l->node.path : NULL;
+}
+
+int zkr_lease_fencing_token(const zkr_lease_t *l, int64_t *token)
+{
+    if (!l || !token)
+        return ZKR_EINVAL;
+    *token = l->node.czxid;
+    return ZKR_OK;
+}
+
+int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
+{
+    if (!s || !paths || !count)
+        return ZKR_EINVAL;
+    *paths = NULL;
+    *count = 0;
+    int rc = zkr__client_enter(s->c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__strvec_t sv;
+    rc = zkr__queue_participants(s->c, s->leases_dir, &lease_driver, &sv);
+    zkr__client_leave(s->c);
+    if (rc == ZKR_OK) {
+        *paths = sv.v;
+        *count = sv.n;
+    }
+    return rc;
+}
+
+/* ---- shared count ---------------------------------------------------------------- */
+
+int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
+{
+    if (!c || !zkr__path_valid(count_path))
+        return ZKR_EINVAL;
+    int rc = zkr__client_enter(c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__zh_t *h;
+    if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK) {
+        zkr__client_leave(c);
+        return rc;
+    }
+    unsigned char b[4];
+    zkr__be32_put(b, value);
+    zhandle_t *zh = zkr__zh(h);
+    int zrc = zoo_set(zh, count_path, (const char *)b, 4, -1);
+    if (zrc == ZNONODE) {
+        const char *slash = strrchr(count_path, '/');
+        if (slash && slash != count_path) {
+            char *parent = strndup(count_path, (size_t)(slash - count_path));
+            rc = parent ? zkr__ensure_path(zh, parent) : ZKR_ENOMEM;
+            free(parent);
+        }
+        if (rc == ZKR_OK) {
+            zrc = zoo_create(zh, count_path, (const char *)b, 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+            if (zrc == ZNODEEXISTS)
+                zrc = zoo_set(zh, count_path, (const char *)b, 4, -1);
+        }
+    }
+    if (rc == ZKR_OK)
+        rc = zkr__zk_error(zrc);
+    zkr__client_put_handle(c, h);
+    zkr__client_leave(c);
+    return rc;
+}
+
+int zkr_shared_count_get(zkr_client_t *c, const char *count_path, int32_t *value)
+{
+    if (!c || !value || !zkr__path_valid(count_path))
+        return ZKR_EINVAL;
+    int rc = zkr__client_enter(c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__zh_t *h;
+    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
+        int max = 0;
+        rc = read_count(zkr__zh(h), count_path, NULL, &max);
+        if (rc == ZKR_OK)
+            *value = max;
+        zkr__client_put_handle(c, h);
+    }
+    zkr__client_leave(c);
+    return rc;
+}
+
+/* ---- non-reentrant mutex ------------------------------------------------------------- */
+
+struct zkr_semaphore_mutex {
+    zkr_semaphore_t *sem;
+    pthread_mutex_t mu;
+    zkr_lease_t *lease;
+};
+
+int zkr_semaphore_mutex_new(zkr_semaphore_mutex_t **out, zkr_client_t *c, const char *path)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !c || !zkr__path_valid(path))
+        return ZKR_EINVAL;
+    zkr_semaphore_mutex_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return ZKR_ENOMEM;
+    int rc = zkr_semaphore_new(&m->sem, c, path, 1);
+    if (rc != ZKR_OK) {
+        free(m);
+        return rc;
+    }
+    if (pthread_mutex_init(&m->mu, NULL) != 0) {
+        zkr_semaphore_free(m->sem);
+        free(m);
+        return ZKR_ESYSTEM;
+    }
+    *out = m;
+    return ZKR_OK;
+}
+
+int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t timeout_ms)
+{
+    if (!m)
+        return ZKR_EINVAL;
+    zkr_lease_t *l = NULL;
+    int rc = zkr_semaphore_acquire(m->sem, timeout_ms, &l);
+    if (rc != ZKR_OK)
+        return rc;
+    pthread_mutex_lock(&m->mu);
+    zkr_lease_t *stale = m->lease; /* only if an earlier hold was lost */
+    m->lease = l;
+    pthread_mutex_unlock(&m->mu);
+    if (stale)
+        zkr_lease_return(stale);
+    return ZKR_OK;
+}
+
+int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m)
+{
+    if (!m)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&m->mu);
+    zkr_lease_t *l = m->lease;
+    m->lease = NULL;
+    pthread_mutex_unlock(&m->mu);
+    if (!l)
+        return ZKR_ENOTOWNER;
+    return zkr_lease_return(l);
+}
+
+int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m)
+{
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->mu);
+    int held = m->lease != NULL;
+    pthread_mutex_unlock(&m->mu);
+    return held;
+}
+
+int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token)
+{
+    if (!m || !token)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&m->mu);
+    int rc = m->lease ? zkr_lease_fencing_token(m->lease, token) : ZKR_ENOTOWNER;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m)
+{
+    if (!m)
+        return;
+    zkr_lease_return(m->lease);
+    pthread_mutex_destroy(&m->mu);
+    zkr_semaphore_free(m->sem);
+    free(m);
+}

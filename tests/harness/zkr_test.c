@@ -1,0 +1,180 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/harness/zkr_test.h"
+
+const char *zkt_hosts(void)
+{
+    const char *h = getenv("ZKR_TEST_HOSTS");
+    return h ? h : "127.0.0.1:2181";
+}
+
+int zkt_server(const char *cmd)
+{
+    const char *harness = getenv("ZKR_HARNESS");
+    const char *dir = getenv("ZKR_TEST_ZKDIR");
+    if (!harness || !dir)
+        return -1;
+    char line[2048];
+    snprintf(line, sizeof line, "'%s' %s '%s' >/dev/null 2>&1", harness, cmd, dir);
+    int st = system(line);
+    return st == -1 ? -1 : WEXITSTATUS(st);
+}
+
+char *zkt_4lw(const char *word)
+{
+    const char *harness = getenv("ZKR_HARNESS");
+    const char *dir = getenv("ZKR_TEST_ZKDIR");
+    if (!harness || !dir)
+        return NULL;
+    char line[2048];
+    snprintf(line, sizeof line, "'%s' 4lw '%s' %s", harness, dir, word);
+    FILE *p = popen(line, "r");
+    if (!p)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        pclose(p);
+        return NULL;
+    }
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    buf[n] = '\0';
+    pclose(p);
+    return buf;
+}
+
+const char *zkt_path(const char *name, char *buf, size_t len)
+{
+    static int counter;
+    snprintf(buf, len, "/zkr-test/%s-%d-%d", name, (int)getpid(), ++counter);
+    return buf;
+}
+
+zkr_client_t *zkt_client(int session_timeout_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_timeout_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0;
+    zkr_client_t *c = NULL;
+    int rc = zkr_client_open(&c, zkt_hosts(), &o);
+    CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
+    return c;
+}
+
+static void raw_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+zhandle_t *zkt_raw(void)
+{
+    zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 10000, NULL, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        zkt_sleep_ms(50);
+    CU_ASSERT_EQUAL_FATAL(zoo_state(zh), ZOO_CONNECTED_STATE);
+    return zh;
+}
+
+void zkt_raw_close(zhandle_t *zh)
+{
+    if (zh)
+        zookeeper_close(zh);
+}
+
+int zkt_count_children(zhandle_t *zh, const char *path)
+{
+    struct String_vector sv = {0, NULL};
+    int rc = zoo_get_children(zh, path, 0, &sv);
+    if (rc == ZNONODE)
+        return 0;
+    if (rc != ZOK)
+        return -1;
+    int n = sv.count;
+    deallocate_String_vector(&sv);
+    return n;
+}
+
+void zkt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+int64_t zkt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms)
+{
+    int64_t end = zkt_now_ms() + timeout_ms;
+    for (;;) {
+        if (cond(arg))
+            return 1;
+        if (zkt_now_ms() >= end)
+            return 0;
+        zkt_sleep_ms(20);
+    }
+}
+
+/* wchp output: "/path\n\t0x<session>\n..." : count sessions under the exact
+ * path line. */
+int zkt_watch_count_on_exact(const char *path)
+{
+    char *out = zkt_4lw("wchp");
+    if (!out)
+        return -1;
+    int count = 0, in = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/') {
+            in = strcmp(line, path) == 0;
+        } else if (in && (line[0] == '\t' || line[0] == ' ')) {
+            count++;
+        }
+    }
+    free(out);
+    return count;
+}
+
+int zkt_watches_on(const char *path)
+{
+    return zkt_watch_count_on_exact(path);
+}
+
+int zkt_main(const char *name, void (*add)(void))
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    add();
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    printf("== %s ==\n", name);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed();
+    unsigned ran = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    return (failed == 0 && ran > 0) ? 0 : 1;
+}

@@ -1,0 +1,43 @@
+/* Shared helpers for the CUnit suites that run against a real server
+ * started by with-zk.sh. */
+#ifndef ZKR_TEST_H
+#define ZKR_TEST_H
+
+#include <CUnit/Basic.h>
+#include <stdint.h>
+#include <zookeeper/zookeeper.h>
+
+#include "zkr/zkr.h"
+
+/* Connection string of the test server (ZKR_TEST_HOSTS). */
+const char *zkt_hosts(void);
+/* Run "zkserver.sh CMD <test server dir>"; returns its exit status. */
+int zkt_server(const char *cmd);
+/* Malloc'd answer to a four-letter word, or NULL. */
+char *zkt_4lw(const char *word);
+/* A fresh path "/zkr-test/<name>-<pid>-<n>" (static buffer per call slot:
+ * copy it if you need several at once). */
+const char *zkt_path(const char *name, char *buf, size_t len);
+/* Open a client with a short session timeout; asserts success. */
+zkr_client_t *zkt_client(int session_timeout_ms);
+/* A raw ZooKeeper handle for checking what is on the server. */
+zhandle_t *zkt_raw(void);
+void zkt_raw_close(zhandle_t *zh);
+/* Number of children of path (0 if it does not exist), -1 on error. */
+int zkt_count_children(zhandle_t *zh, const char *path);
+/* Sleep ms milliseconds. */
+void zkt_sleep_ms(int ms);
+int64_t zkt_now_ms(void);
+/* Wait up to timeout_ms for cond() to become true (polling). */
+int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms);
+/* Count data watches (wchc output) on path; -1 on error. */
+int zkt_watches_on(const char *path);
+/* Number of watches registered on any path under dir (wchp), by kind is not
+ * distinguished: children watches are counted on dir itself. */
+int zkt_watch_count_on_exact(const char *path);
+
+/* Add the suites via add(), run them verbosely, return the process exit
+ * status (0 only if every test passed). */
+int zkt_main(const char *name, void (*add)(void));
+
+#endif

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Throwaway ZooKeeper servers for tests, from Debian's `zookeeper` package.
+#
+#   zkserver.sh start   DIR [PORT]  start a standalone server (free loopback
+#                                   port unless PORT), data in DIR; waits for ruok
+#   zkserver.sh stop    DIR         stop it (TERM, then KILL); keeps its data
+#   zkserver.sh kill    DIR         kill -9 at once
+#   zkserver.sh restart DIR         stop, then start again on the same port and data
+#   zkserver.sh 4lw     DIR WORD    print the answer to a four-letter word
+#   zkserver.sh hosts   DIR         print 127.0.0.1:PORT
+#
+# Every wait is bounded.  Only 127.0.0.1 is used.
+set -u
+
+ZK_JAR=${ZK_JAR:-/usr/share/java/zookeeper.jar}
+# zookeeper.jar's manifest names its own dependencies; slf4j-nop keeps the
+# server quiet unless ZKR_ZK_SERVER_LOG=1.
+if [ "${ZKR_ZK_SERVER_LOG:-0}" = 1 ] && [ -f /usr/share/java/slf4j-simple.jar ]; then
+    ZK_CP="$ZK_JAR:/usr/share/java/slf4j-simple.jar"
+else
+    ZK_CP="$ZK_JAR:/usr/share/java/slf4j-nop.jar"
+fi
+JAVA=${JAVA:-java}
+TICK_MS=${ZKR_ZK_TICK_MS:-500}
+
+die() { echo "zkserver.sh: $*" >&2; exit 1; }
+
+four() { # port word
+    ( exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s" "$2" >&3 && timeout 5 cat <&3 ) 2>/dev/null
+}
+
+serving() { # port: ruok says imok and the server really serves requests
+    [ "$(four "$1" ruok)" = imok ] && four "$1" srvr | grep -q '^Mode:'
+}
+
+port_in_use() { ( exec 3<>"/dev/tcp/127.0.0.1/$1" ) 2>/dev/null; }
+
+pick_port() {
+    local p i
+    for i in $(seq 1 50); do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        port_in_use "$p" || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+write_cfg() { # dir port
+    cat > "$1/zoo.cfg" <<CFG
+tickTime=$TICK_MS
+initLimit=10
+syncLimit=5
+dataDir=$1/data
+clientPort=$2
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+minSessionTimeout=$((TICK_MS * 2))
+maxSessionTimeout=60000
+maxClientCnxns=0
+autopurge.purgeInterval=0
+CFG
+}
+
+launch() { # dir port -> 0 when ruok answers
+    local dir=$1 port=$2 i
+    mkdir -p "$dir/data"
+    write_cfg "$dir" "$port"
+    echo "$port" > "$dir/port"
+    # shellcheck disable=SC2086
+    setsid "$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
+        -Dzookeeper.jmx.log4j.disable=true \
+        -cp "$ZK_CP" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" \
+        >> "$dir/server.log" 2>&1 < /dev/null &
+    echo $! > "$dir/pid"
+    for i in $(seq 1 300); do  # <= 30 s
+        if serving "$port"; then return 0; fi
+        kill -0 "$(cat "$dir/pid")" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_server() { # dir signal
+    local dir=$1 sig=$2 pid i
+    [ -f "$dir/pid" ] || return 0
+    pid=$(cat "$dir/pid")
+    kill "-$sig" "$pid" 2>/dev/null
+    for i in $(seq 1 100); do  # <= 10 s
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null
+    for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    rm -f "$dir/pid"
+}
+
+cmd=${1:-}; dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: zkserver.sh start|stop|kill|restart|4lw|hosts DIR [ARG]"
+case $cmd in
+start)
+    [ -f "$ZK_JAR" ] || die "$ZK_JAR not found: install the Debian package zookeeper"
+    mkdir -p "$dir" || die "cannot create $dir"
+    if [ -n "${3:-}" ]; then
+        launch "$dir" "$3" || die "server did not start on port $3 (see $dir/server.log)"
+    else
+        for try in 1 2 3 4 5; do
+            port=$(pick_port) || die "no free port"
+            launch "$dir" "$port" && exit 0
+            stop_server "$dir" KILL
+        done
+        die "server did not start (see $dir/server.log)"
+    fi
+    ;;
+stop) stop_server "$dir" TERM ;;
+kill) stop_server "$dir" KILL ;;
+restart)
+    port=$(cat "$dir/port") || die "no server in $dir"
+    stop_server "$dir" TERM
+    for i in $(seq 1 100); do port_in_use "$port" || break; sleep 0.1; done
+    launch "$dir" "$port" || die "server did not restart on port $port"
+    ;;
+4lw) (four "$(cat "$dir/port")" "${3:?word}") ;;
+hosts) echo "127.0.0.1:$(cat "$dir/port")" ;;
+*) die "unknown command $cmd" ;;
+esac

@@ -1,0 +1,94 @@
+/* Path helpers: validation, joining, last component. */
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ZKR__RESERVED "/zookeeper"
+
+static int is_bad_char(unsigned char c)
+{
+    return (c >= 0x01 && c <= 0x1f) || c == 0x7f;
+}
+
+int zkr__path_valid(const char *path)
+{
+    size_t len, i, start;
+    size_t rlen = sizeof(ZKR__RESERVED) - 1;
+
+    if (path == NULL || path[0] != '/')
+        return 0;
+    /* never scan further than needed to know it is too long */
+    len = strnlen(path, (size_t)ZKR__PATH_MAX + 1);
+    if (len > ZKR__PATH_MAX)
+        return 0;
+    if (len == 1) /* "/" itself: a lock needs a directory of its own */
+        return 0;
+    if (path[len - 1] == '/')
+        return 0;
+    /* ZooKeeper's reserved tree */
+    if (strncmp(path, ZKR__RESERVED, rlen) == 0 &&
+        (path[rlen] == '\0' || path[rlen] == '/'))
+        return 0;
+
+    /* walk components: each starts after a '/' */
+    start = 1;
+    for (i = 1; i <= len; i++) {
+        unsigned char c = (unsigned char)path[i];
+        if (c != '\0' && c != '/') {
+            if (is_bad_char(c))
+                return 0;
+            continue;
+        }
+        /* component is path[start .. i) */
+        {
+            size_t clen = i - start;
+            if (clen == 0)
+                return 0; /* "//" */
+            if (clen == 1 && path[start] == '.')
+                return 0;
+            if (clen == 2 && path[start] == '.' && path[start + 1] == '.')
+                return 0;
+        }
+        start = i + 1;
+    }
+    return 1;
+}
+
+char *zkr__path_join(const char *parent, const char *child)
+{
+    size_t plen, clen, total;
+    char *out, *p;
+
+    if (parent == NULL || child == NULL || parent[0] == '\0' || child[0] == '\0')
+        return NULL;
+    if (strchr(child, '/') != NULL)
+        return NULL;
+    plen = strlen(parent);
+    clen = strlen(child);
+    if (plen == 1 && parent[0] == '/')
+        plen = 0; /* "/" + "child" -> "/child" */
+    if (clen > SIZE_MAX - 2 || plen > SIZE_MAX - 2 - clen)
+        return NULL;
+    total = plen + 1 + clen + 1;
+    out = malloc(total);
+    if (out == NULL)
+        return NULL;
+    p = out;
+    memcpy(p, parent, plen);
+    p += plen;
+    *p++ = '/';
+    memcpy(p, child, clen);
+    p[clen] = '\0';
+    return out;
+}
+
+const char *zkr__path_basename(const char *path)
+{
+    const char *slash;
+
+    if (path == NULL)
+        return NULL;
+    slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}

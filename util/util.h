@@ -1,0 +1,98 @@
+/* Internal helpers that know nothing of recipes.  Never installed. */
+#ifndef ZKR_UTIL_H
+#define ZKR_UTIL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ---- paths ------------------------------------------------------------ */
+
+/* 1 if `path` is a valid absolute ZooKeeper path usable as a lock path:
+ * starts with '/', no trailing '/' (except "/" itself, which is refused
+ * here: a lock needs a directory of its own), no empty component, no "." or
+ * ".." component, no control characters or NUL, length <= ZKR__PATH_MAX.
+ * 0 otherwise (including NULL). */
+#define ZKR__PATH_MAX 1024
+int zkr__path_valid(const char *path);
+
+/* Malloc'd "parent/child" (child must not contain '/'); NULL on ENOMEM or bad
+ * input.  parent "/" gives "/child". */
+char *zkr__path_join(const char *parent, const char *child);
+
+/* Last component of a path ("/a/b" -> "b"); pointer into `path`. */
+const char *zkr__path_basename(const char *path);
+
+/* ---- protected names --------------------------------------------------- */
+
+#define ZKR__UUID_LEN 36
+/* Writes a fresh random (version 4) lowercase UUID, 8-4-4-4-12, plus NUL,
+ * into out[37].  Uses getrandom(2) with a fallback to /dev/urandom.
+ * Returns 0, or -1 if no randomness could be had. */
+int zkr__uuid(char out[ZKR__UUID_LEN + 1]);
+
+/* Malloc'd "<dir>/_c_<uuid>-<marker>"; NULL on ENOMEM. */
+char *zkr__protected_path(const char *dir, const char *uuid, const char *marker);
+
+/* 1 if child name starts with "_c_<uuid>-". */
+int zkr__is_protected_for(const char *child, const char *uuid);
+
+/* ---- Curator child ordering --------------------------------------------- */
+
+/* Curator's standardFixForSorting: the text after the LAST occurrence of
+ * `marker` in `name`; the whole name if marker does not occur. */
+const char *zkr__sort_key(const char *name, const char *marker);
+
+/* The read/write lock key: strip through the last "__READ__", then through
+ * the last "__WRIT__" of what remains. */
+const char *zkr__rw_sort_key(const char *name);
+
+typedef const char *(*zkr__key_fn)(const char *name, const char *marker);
+
+/* Stable sort (merge sort: like Java's Collections.sort, equal keys keep the
+ * server's listing order) of `names[0..n)` by strcmp of key(name, marker).
+ * Returns 0, or -1 on ENOMEM (names untouched then). */
+int zkr__sort_children(char **names, size_t n, zkr__key_fn key, const char *marker);
+
+/* ---- time ------------------------------------------------------------- */
+
+/* Monotonic now in milliseconds. */
+int64_t zkr__now_ms(void);
+
+/* Deadline from a timeout: timeout_ms < 0 -> INT64_MAX (forever);
+ * otherwise now + timeout_ms (saturating). */
+int64_t zkr__deadline(int64_t timeout_ms);
+
+/* Milliseconds left until deadline (0 if passed, INT64_MAX if forever). */
+int64_t zkr__remaining_ms(int64_t deadline);
+
+/* Initialise a condition variable that waits on CLOCK_MONOTONIC.
+ * Returns 0 or an errno value. */
+int zkr__cond_init(pthread_cond_t *cond);
+
+/* Wait on cond until deadline (monotonic ms, INT64_MAX = no limit).
+ * Returns 0 if woken (spuriously or not), ETIMEDOUT if the deadline passed. */
+int zkr__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline);
+
+/* ---- string vectors --------------------------------------------------- */
+
+typedef struct zkr__strvec {
+    char **v;
+    size_t n;
+} zkr__strvec_t;
+
+/* Deep copy of `count` strings (NULL entries refused); 0 or -1 on ENOMEM /
+ * bad input (out left empty). */
+int zkr__strvec_copy(zkr__strvec_t *out, char *const *src, size_t count);
+void zkr__strvec_free(zkr__strvec_t *sv);
+/* Index of the first entry equal to s, or -1. */
+long zkr__strvec_find(const zkr__strvec_t *sv, const char *s);
+/* Index of the first entry starting with prefix, or -1. */
+long zkr__strvec_find_prefix(const zkr__strvec_t *sv, const char *prefix);
+
+/* ---- big-endian ints (SharedCount) -------------------------------------- */
+int32_t zkr__be32_get(const unsigned char b[4]);
+void zkr__be32_put(unsigned char b[4], int32_t v);
+
+#endif
