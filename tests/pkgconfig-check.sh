@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build and run a program outside the tree against an installed zkrecipes,
+# using only pkg-config:  pkgconfig-check.sh PREFIX
+set -euo pipefail
+prefix=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/app.c" <<'C'
+#include <stdio.h>
+#include <string.h>
+#include <zkr/zkr.h>
+int main(void)
+{
+    zkr_mutex_t *m = NULL;
+    /* Bad input is refused before anything is sent. */
+    if (zkr_mutex_new(&m, NULL, "/x") != ZKR_EINVAL)
+        return 1;
+    printf("zkrecipes %s: %s\n", zkr_version(), zkr_strerror(ZKR_ETIMEDOUT));
+    return strcmp(zkr_err_name(ZKR_EINVAL), "ZKR_EINVAL") != 0;
+}
+C
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+test -f "$prefix/include/zkr/zkr.h"
+cc -std=c11 -Wall -Wextra -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs zkrecipes)
+LD_LIBRARY_PATH="$prefix/lib" "$work/app"
+# static linking works too
+cc -std=c11 "$work/app.c" -o "$work/app-static" $(pkg-config --cflags zkrecipes) \
+    "$prefix/lib/libzkrecipes.a" $(pkg-config --libs-only-other --static zkrecipes) -lzookeeper_mt -lpthread
+"$work/app-static"
