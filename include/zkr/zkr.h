@@ -8,5 +8,8 @@
 #include "zkr/client.h"
 #include "zkr/mutex.h"
 #include "zkr/semaphore.h"
+#include "zkr/rwlock.h"
+#include "zkr/lock.h"
+#include "zkr/multilock.h"
 
 #endif

@@ -1,0 +1,50 @@
+/* zkr_multilock: hold several locks of any kind as one (Curator's
+ * InterProcessMultiLock).  No state of its own in ZooKeeper.
+ *
+ * Acquire takes the locks in the given order under ONE deadline for the
+ * whole call (Curator gives each lock the full timeout); if any part fails
+ * or times out, everything taken so far is released and the error is
+ * returned.  Release goes in reverse order, releases every part, and
+ * reports the first error.  To avoid deadlocks between multi-locks, give
+ * every process the same global order (e.g. sort by path).
+ *
+ *   zkr_lock_ref_t parts[2] = { zkr_mutex_ref(acct_a), zkr_mutex_ref(acct_b) };
+ *   zkr_multilock_t *ml;
+ *   zkr_multilock_new(&ml, parts, 2);
+ *   if (zkr_multilock_acquire(ml, 2000) == ZKR_OK) { transfer(); zkr_multilock_release(ml); }
+ *   zkr_multilock_free(ml);
+ */
+#ifndef ZKR_MULTILOCK_H
+#define ZKR_MULTILOCK_H
+
+#include "zkr/lock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkr_multilock zkr_multilock_t;
+
+/* Copies the n references (n >= 1, each valid).  The lock objects must
+ * outlive the multi-lock.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n);
+
+/* Acquire every part in order within timeout_ms in total (< 0 forever,
+ * 0 one try each).  Returns ZKR_OK, ZKR_EINVAL, or the first failing part's
+ * code (ZKR_ETIMEDOUT, ZKR_EDEADLK, ...) after releasing what was taken. */
+ZKR_EXTERN int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms);
+
+/* Release every part in reverse order.  Returns ZKR_OK, ZKR_EINVAL, or the
+ * first error of a part (the others are still released). */
+ZKR_EXTERN int zkr_multilock_release(zkr_multilock_t *ml);
+
+/* 1 if every part is held, else 0. */
+ZKR_EXTERN int zkr_multilock_is_held(zkr_multilock_t *ml);
+
+/* Free (does not release; release first).  NULL is a no-op. */
+ZKR_EXTERN void zkr_multilock_free(zkr_multilock_t *ml);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

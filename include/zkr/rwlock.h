@@ -1,0 +1,81 @@
+/* zkr_rwlock: distributed read/write lock, wire-compatible with Apache
+ * Curator's InterProcessReadWriteLock.
+ *
+ * Both kinds of node live directly under the lock path,
+ * "_c_<uuid>-__READ__<seq>" and "_c_<uuid>-__WRIT__<seq>", on one
+ * sequence axis:
+ *   - a writer holds the lock when it is first of all nodes, and watches
+ *     only its immediate predecessor;
+ *   - a reader holds it when no writer is before it, and otherwise watches
+ *     that first writer.
+ * Order is FIFO: a reader that arrives after a queued writer waits behind
+ * it, so writers are never starved.
+ *
+ * Both halves are reentrant per (object, thread).  The thread holding the
+ * write lock may take the read lock at once (downgrade): its read node is
+ * named after the writer's sequence, so after it releases the write lock no
+ * queued writer can overtake its read hold.  A thread holding only the read
+ * lock that asks for the write lock (upgrade) is refused with ZKR_EDEADLK at
+ * once: that request could never be granted.
+ *
+ *   zkr_rwlock_t *l;
+ *   zkr_rwlock_new(&l, client, "/app/config-lock");
+ *   if (zkr_rwlock_read_acquire(l, 1000) == ZKR_OK) {
+ *       ... read the shared configuration ...
+ *       zkr_rwlock_read_release(l);
+ *   }
+ *   zkr_rwlock_free(l);
+ */
+#ifndef ZKR_RWLOCK_H
+#define ZKR_RWLOCK_H
+
+#include "zkr/client.h"
+#include "zkr/common.h"
+#include "zkr/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zkr_rwlock zkr_rwlock_t;
+
+/* Returns ZKR_OK, ZKR_EINVAL (NULL argument, malformed path), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path);
+
+/* Acquire the read lock (timeout as everywhere: < 0 forever, 0 one try).
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT (nothing left behind),
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM,
+ * ZKR_EZOOKEEPER. */
+ZKR_EXTERN int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
+
+/* Acquire the write lock.  Same codes as zkr_rwlock_read_acquire, plus
+ * ZKR_EDEADLK if the calling thread holds the read lock but not the write
+ * lock (an upgrade can never be granted). */
+ZKR_EXTERN int zkr_rwlock_write_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
+
+/* Release one hold of the calling thread.  Returns ZKR_OK, ZKR_EINVAL,
+ * ZKR_ENOTOWNER (not held by this thread: nothing changes), ZKR_ELOST. */
+ZKR_EXTERN int zkr_rwlock_read_release(zkr_rwlock_t *l);
+ZKR_EXTERN int zkr_rwlock_write_release(zkr_rwlock_t *l);
+
+/* 1 if the calling thread holds that half, else 0. */
+ZKR_EXTERN int zkr_rwlock_read_is_held(zkr_rwlock_t *l);
+ZKR_EXTERN int zkr_rwlock_write_is_held(zkr_rwlock_t *l);
+
+/* Fencing token of the calling thread's read / write hold.
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOTOWNER. */
+ZKR_EXTERN int zkr_rwlock_read_fencing_token(zkr_rwlock_t *l, int64_t *token);
+ZKR_EXTERN int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token);
+
+/* Every reader and writer node, in lock order, as full paths.  Free with
+ * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count);
+
+/* Free (holds still open are released).  NULL is a no-op. */
+ZKR_EXTERN void zkr_rwlock_free(zkr_rwlock_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

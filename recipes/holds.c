@@ -1,0 +1,103 @@
+/* Per-thread hold bookkeeping shared by the reentrant recipes. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/holds.h"
+
+zkr__hold_t *zkr__holds_mine_locked(zkr__holds_t *hs)
+{
+    pthread_t self = pthread_self();
+    for (zkr__hold_t *h = hs->list; h; h = h->next)
+        if (pthread_equal(h->tid, self))
+            return h;
+    return NULL;
+}
+
+int zkr__holds_reenter(zkr__holds_t *hs, int *rc)
+{
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    if (h) {
+        *rc = h->count == INT_MAX ? ZKR_EBUSY : ZKR_OK;
+        if (*rc == ZKR_OK)
+            h->count++;
+    }
+    pthread_mutex_unlock(hs->mu);
+    return h != NULL;
+}
+
+void zkr__holds_add(zkr__holds_t *hs, zkr__hold_t *h)
+{
+    h->tid = pthread_self();
+    h->count = 1;
+    pthread_mutex_lock(hs->mu);
+    h->next = hs->list;
+    hs->list = h;
+    pthread_mutex_unlock(hs->mu);
+}
+
+int zkr__holds_drop(zkr__holds_t *hs, zkr__hold_t **out)
+{
+    *out = NULL;
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t **p = &hs->list;
+    while (*p && !pthread_equal((*p)->tid, self))
+        p = &(*p)->next;
+    zkr__hold_t *h = *p;
+    if (!h) {
+        pthread_mutex_unlock(hs->mu);
+        return ZKR_ENOTOWNER;
+    }
+    if (--h->count == 0) {
+        *p = h->next;
+        *out = h;
+    }
+    pthread_mutex_unlock(hs->mu);
+    return ZKR_OK;
+}
+
+zkr__hold_t *zkr__holds_pop(zkr__holds_t *hs)
+{
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = hs->list;
+    if (h)
+        hs->list = h->next;
+    pthread_mutex_unlock(hs->mu);
+    return h;
+}
+
+int zkr__holds_token(zkr__holds_t *hs, int64_t *token)
+{
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    if (h)
+        *token = h->node.czxid;
+    pthread_mutex_unlock(hs->mu);
+    return h ? ZKR_OK : ZKR_ENOTOWNER;
+}
+
+int zkr__holds_path(zkr__holds_t *hs, char **path)
+{
+    *path = NULL;
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    int rc = ZKR_ENOTOWNER;
+    if (h) {
+        *path = strdup(h->node.path);
+        rc = *path ? ZKR_OK : ZKR_ENOMEM;
+    }
+    pthread_mutex_unlock(hs->mu);
+    return rc;
+}
+
+int zkr__holds_any(zkr__holds_t *hs)
+{
+    pthread_mutex_lock(hs->mu);
+    int any = hs->list != NULL;
+    pthread_mutex_unlock(hs->mu);
+    return any;
+}

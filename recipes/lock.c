@@ -1,0 +1,176 @@
+/* The common lock interface: one small table of functions per kind. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/internal.h"
+#include "zkr/lock.h"
+#include "zkr/multilock.h"
+
+typedef struct lock_ops {
+    const char *kind;
+    int (*acquire)(void *obj, int64_t timeout_ms);
+    int (*release)(void *obj);
+    int (*is_held)(void *obj);
+    int (*token)(void *obj, int64_t *token);
+} lock_ops_t;
+
+#define OPS(name, kind_, acq, rel, held, tok)                                                                \
+    static int name##_acq(void *o, int64_t t) { return acq(o, t); }                                          \
+    static int name##_rel(void *o) { return rel(o); }                                                        \
+    static int name##_held(void *o) { return held(o); }                                                      \
+    static int name##_tok(void *o, int64_t *t) { return tok(o, t); }                                         \
+    static const lock_ops_t name##_ops = {kind_, name##_acq, name##_rel, name##_held, name##_tok};
+
+OPS(mutex, "mutex", zkr_mutex_acquire, zkr_mutex_release, zkr_mutex_is_held, zkr_mutex_fencing_token)
+OPS(smutex, "semaphore-mutex", zkr_semaphore_mutex_acquire, zkr_semaphore_mutex_release,
+    zkr_semaphore_mutex_is_held, zkr_semaphore_mutex_fencing_token)
+OPS(rd, "read", zkr_rwlock_read_acquire, zkr_rwlock_read_release, zkr_rwlock_read_is_held,
+    zkr_rwlock_read_fencing_token)
+OPS(wr, "write", zkr_rwlock_write_acquire, zkr_rwlock_write_release, zkr_rwlock_write_is_held,
+    zkr_rwlock_write_fencing_token)
+
+static const lock_ops_t *valid_ops(zkr_lock_ref_t r)
+{
+    if (!r.obj)
+        return NULL;
+    if (r.ops == &mutex_ops || r.ops == &smutex_ops || r.ops == &rd_ops || r.ops == &wr_ops)
+        return r.ops;
+    return NULL;
+}
+
+static zkr_lock_ref_t make_ref(const lock_ops_t *ops, void *obj)
+{
+    zkr_lock_ref_t r = {obj ? ops : NULL, obj};
+    return r;
+}
+
+zkr_lock_ref_t zkr_mutex_ref(zkr_mutex_t *m)
+{
+    return make_ref(&mutex_ops, m);
+}
+
+zkr_lock_ref_t zkr_semaphore_mutex_ref(zkr_semaphore_mutex_t *m)
+{
+    return make_ref(&smutex_ops, m);
+}
+
+zkr_lock_ref_t zkr_rwlock_read_ref(zkr_rwlock_t *l)
+{
+    return make_ref(&rd_ops, l);
+}
+
+zkr_lock_ref_t zkr_rwlock_write_ref(zkr_rwlock_t *l)
+{
+    return make_ref(&wr_ops, l);
+}
+
+int zkr_lock_acquire(zkr_lock_ref_t r, int64_t timeout_ms)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return ops ? ops->acquire(r.obj, timeout_ms) : ZKR_EINVAL;
+}
+
+int zkr_lock_release(zkr_lock_ref_t r)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return ops ? ops->release(r.obj) : ZKR_EINVAL;
+}
+
+int zkr_lock_is_held(zkr_lock_ref_t r)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return ops ? ops->is_held(r.obj) : 0;
+}
+
+int zkr_lock_fencing_token(zkr_lock_ref_t r, int64_t *token)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return (ops && token) ? ops->token(r.obj, token) : ZKR_EINVAL;
+}
+
+const char *zkr_lock_kind(zkr_lock_ref_t r)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return ops ? ops->kind : "invalid";
+}
+
+/* ---- multi-lock ------------------------------------------------------------ */
+
+struct zkr_multilock {
+    zkr_lock_ref_t *parts;
+    size_t n;
+};
+
+int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !locks || n == 0 || n > 1024 * 1024)
+        return ZKR_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!valid_ops(locks[i]))
+            return ZKR_EINVAL;
+    zkr_multilock_t *ml = calloc(1, sizeof *ml);
+    if (!ml)
+        return ZKR_ENOMEM;
+    ml->parts = malloc(n * sizeof *ml->parts);
+    if (!ml->parts) {
+        free(ml);
+        return ZKR_ENOMEM;
+    }
+    memcpy(ml->parts, locks, n * sizeof *ml->parts);
+    ml->n = n;
+    *out = ml;
+    return ZKR_OK;
+}
+
+int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
+{
+    if (!ml)
+        return ZKR_EINVAL;
+    int64_t deadline = zkr__deadline(timeout_ms);
+    for (size_t i = 0; i < ml->n; i++) {
+        /* One deadline for the whole acquire: each part gets what is left. */
+        int64_t left = deadline == INT64_MAX ? -1 : zkr__remaining_ms(deadline);
+        int rc = zkr_lock_acquire(ml->parts[i], left);
+        if (rc != ZKR_OK) {
+            while (i-- > 0)
+                zkr_lock_release(ml->parts[i]);
+            return rc;
+        }
+    }
+    return ZKR_OK;
+}
+
+int zkr_multilock_release(zkr_multilock_t *ml)
+{
+    if (!ml)
+        return ZKR_EINVAL;
+    int first = ZKR_OK;
+    for (size_t i = ml->n; i-- > 0;) {
+        int rc = zkr_lock_release(ml->parts[i]);
+        if (rc != ZKR_OK && first == ZKR_OK)
+            first = rc;
+    }
+    return first;
+}
+
+int zkr_multilock_is_held(zkr_multilock_t *ml)
+{
+    if (!ml)
+        return 0;
+    for (size_t i = 0; i < ml->n; i++)
+        if (!zkr_lock_is_held(ml->parts[i]))
+            return 0;
+    return 1;
+}
+
+void zkr_multilock_free(zkr_multilock_t *ml)
+{
+    if (!ml)
+        return;
+    free(ml->parts);
+    free(ml);
+}

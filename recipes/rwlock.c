@@ -1,0 +1,261 @@
+/* Read/write lock (Curator InterProcessReadWriteLock): two drivers on one
+ * directory and one ordering axis. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/holds.h"
+#include "zkr/mutex.h"
+#include "zkr/rwlock.h"
+
+#define READ_MARKER "__READ__"
+#define WRITE_MARKER "__WRIT__"
+#define SEQ_DIGITS 10
+
+struct zkr_rwlock {
+    zkr_client_t *c;
+    char *path;
+    pthread_mutex_t mu;
+    zkr__holds_t reads;
+    zkr__holds_t writes;
+};
+
+static const char *rw_key(const char *name, const char *marker)
+{
+    (void)marker;
+    return zkr__rw_sort_key(name);
+}
+
+static const int one_writer = 1;
+
+static const zkr__driver_t write_driver = {
+    .marker = WRITE_MARKER,
+    .key = rw_key,
+    .key_marker = NULL,
+    .decide = zkr__decide_first_n,
+    .decide_arg = &one_writer,
+};
+
+/* A reader holds it when no writer stands before it; otherwise it watches
+ * the first writer (Curator's readLockPredicate). */
+static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t ours, size_t *watch)
+{
+    (void)arg;
+    (void)n;
+    for (size_t i = 0; i < ours; i++) {
+        if (strstr(sorted[i], WRITE_MARKER)) {
+            *watch = i;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static const zkr__driver_t read_driver = {
+    .marker = READ_MARKER,
+    .key = rw_key,
+    .key_marker = NULL,
+    .decide = decide_reader,
+    .decide_arg = NULL,
+};
+
+int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !c || !zkr__path_valid(path))
+        return ZKR_EINVAL;
+    zkr_rwlock_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return ZKR_ENOMEM;
+    l->path = strdup(path);
+    if (!l->path) {
+        free(l);
+        return ZKR_ENOMEM;
+    }
+    if (pthread_mutex_init(&l->mu, NULL) != 0) {
+        free(l->path);
+        free(l);
+        return ZKR_ESYSTEM;
+    }
+    l->c = c;
+    l->reads.mu = &l->mu;
+    l->writes.mu = &l->mu;
+    *out = l;
+    return ZKR_OK;
+}
+
+/* The read node of a downgrade: named after the writer's own sequence and
+ * created EPHEMERAL, so it sorts exactly where the write node stood. */
+static int downgrade_name(const char *write_path, char *name, size_t len)
+{
+    const char *w = strstr(write_path, WRITE_MARKER);
+    const char *last = w;
+    while (w) {
+        last = w;
+        w = strstr(w + 1, WRITE_MARKER);
+    }
+    if (!last)
+        return ZKR_EINVAL;
+    const char *seq = last + strlen(WRITE_MARKER);
+    char uuid[ZKR__UUID_LEN + 1];
+    if (zkr__uuid(uuid) != 0)
+        return ZKR_ESYSTEM;
+    int n = snprintf(name, len, "_c_%s-" READ_MARKER "%s", uuid, seq);
+    return (n > 0 && (size_t)n < len) ? ZKR_OK : ZKR_EINVAL;
+}
+
+static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
+{
+    if (!l)
+        return ZKR_EINVAL;
+    int64_t deadline = zkr__deadline(timeout_ms);
+    zkr__holds_t *mine = writer ? &l->writes : &l->reads;
+    int rc = ZKR_OK;
+    if (zkr__holds_reenter(mine, &rc))
+        return rc;
+
+    char *write_path = NULL;
+    pthread_mutex_lock(&l->mu);
+    zkr__hold_t *wh = zkr__holds_mine_locked(&l->writes);
+    zkr__hold_t *rh = zkr__holds_mine_locked(&l->reads);
+    if (writer && rh) {
+        pthread_mutex_unlock(&l->mu);
+        return ZKR_EDEADLK; /* upgrade: our own read node would block us forever */
+    }
+    if (!writer && wh) {
+        write_path = strdup(wh->node.path);
+        if (!write_path) {
+            pthread_mutex_unlock(&l->mu);
+            return ZKR_ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+
+    zkr__hold_t *h = calloc(1, sizeof *h);
+    if (!h) {
+        free(write_path);
+        return ZKR_ENOMEM;
+    }
+    if ((rc = zkr__client_enter(l->c)) != ZKR_OK) {
+        free(write_path);
+        free(h);
+        return rc;
+    }
+    if (write_path) {
+        /* Downgrade: granted at once, since we hold the write lock. */
+        char name[ZKR__UUID_LEN + 64];
+        rc = downgrade_name(write_path, name, sizeof name);
+        if (rc == ZKR_OK)
+            rc = zkr__node_create(l->c, l->path, READ_MARKER, name, ZOO_EPHEMERAL, "", 0, deadline, &h->node,
+                                  NULL);
+    } else {
+        rc = zkr__queue_acquire(l->c, l->path, writer ? &write_driver : &read_driver, "", 0, deadline, &h->node);
+    }
+    zkr__client_leave(l->c);
+    free(write_path);
+    if (rc != ZKR_OK) {
+        free(h);
+        return rc;
+    }
+    zkr__holds_add(mine, h);
+    return ZKR_OK;
+}
+
+int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms)
+{
+    return acquire_half(l, 0, timeout_ms);
+}
+
+int zkr_rwlock_write_acquire(zkr_rwlock_t *l, int64_t timeout_ms)
+{
+    return acquire_half(l, 1, timeout_ms);
+}
+
+static int hold_free(zkr_client_t *c, zkr__hold_t *h)
+{
+    int rc = zkr__node_delete(c, &h->node);
+    free(h);
+    return rc == ZKR_ECLOSED ? ZKR_OK : rc;
+}
+
+static int release_half(zkr_rwlock_t *l, zkr__holds_t *hs)
+{
+    zkr__hold_t *h = NULL;
+    int rc = zkr__holds_drop(hs, &h);
+    if (rc != ZKR_OK || !h)
+        return rc;
+    return hold_free(l->c, h);
+}
+
+int zkr_rwlock_read_release(zkr_rwlock_t *l)
+{
+    return l ? release_half(l, &l->reads) : ZKR_EINVAL;
+}
+
+int zkr_rwlock_write_release(zkr_rwlock_t *l)
+{
+    return l ? release_half(l, &l->writes) : ZKR_EINVAL;
+}
+
+static int is_held(zkr_rwlock_t *l, zkr__holds_t *hs)
+{
+    pthread_mutex_lock(&l->mu);
+    int held = zkr__holds_mine_locked(hs) != NULL;
+    pthread_mutex_unlock(&l->mu);
+    return held;
+}
+
+int zkr_rwlock_read_is_held(zkr_rwlock_t *l)
+{
+    return l ? is_held(l, &l->reads) : 0;
+}
+
+int zkr_rwlock_write_is_held(zkr_rwlock_t *l)
+{
+    return l ? is_held(l, &l->writes) : 0;
+}
+
+int zkr_rwlock_read_fencing_token(zkr_rwlock_t *l, int64_t *token)
+{
+    return (l && token) ? zkr__holds_token(&l->reads, token) : ZKR_EINVAL;
+}
+
+int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
+{
+    return (l && token) ? zkr__holds_token(&l->writes, token) : ZKR_EINVAL;
+}
+
+int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count)
+{
+    if (!l || !paths || !count)
+        return ZKR_EINVAL;
+    *paths = NULL;
+    *count = 0;
+    int rc = zkr__client_enter(l->c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__strvec_t sv;
+    rc = zkr__queue_participants(l->c, l->path, &write_driver, &sv);
+    zkr__client_leave(l->c);
+    if (rc == ZKR_OK) {
+        *paths = sv.v;
+        *count = sv.n;
+    }
+    return rc;
+}
+
+void zkr_rwlock_free(zkr_rwlock_t *l)
+{
+    if (!l)
+        return;
+    zkr__hold_t *h;
+    while ((h = zkr__holds_pop(&l->reads)))
+        hold_free(l->c, h);
+    while ((h = zkr__holds_pop(&l->writes)))
+        hold_free(l->c, h);
+    pthread_mutex_destroy(&l->mu);
+    free(l->path);
+    free(l);
+}
