@@ -31,9 +31,9 @@ ZKR_TEST_ZKDIR=$(mktemp -d "${TMPDIR:-/tmp}/zkr-test.XXXXXX")
 export ZKR_TEST_ZKDIR
 cleanup() {
     "$here/zkserver.sh" kill "$ZKR_TEST_ZKDIR" >/dev/null 2>&1
-    # stray servers started by fault tests live in sub-directories
-    for d in "$ZKR_TEST_ZKDIR"/*/; do
-        [ -f "$d/pid" ] && "$here/zkserver.sh" kill "$d" >/dev/null 2>&1
+    # servers started by fault tests (ensembles) live in sub-directories
+    find "$ZKR_TEST_ZKDIR" -name pid -type f 2>/dev/null | while read -r pf; do
+        "$here/zkserver.sh" kill "$(dirname "$pf")" >/dev/null 2>&1
     done
     rm -rf "$ZKR_TEST_ZKDIR"
 }

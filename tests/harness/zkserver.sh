@@ -8,6 +8,12 @@
 #   zkserver.sh restart DIR         stop, then start again on the same port and data
 #   zkserver.sh 4lw     DIR WORD    print the answer to a four-letter word
 #   zkserver.sh hosts   DIR         print 127.0.0.1:PORT
+#   zkserver.sh ensemble-start  DIR [N]  a quorum of N (default 3) servers in
+#                                   DIR/s1..sN; each node is then a DIR of its
+#                                   own for stop/kill/restart/4lw/hosts
+#   zkserver.sh ensemble-hosts  DIR  print the connection string of all nodes
+#   zkserver.sh ensemble-leader DIR  print the number K of the leader (DIR/sK)
+#   zkserver.sh ensemble-stop   DIR  kill every node
 #
 # Every wait is bounded.  Only 127.0.0.1 is used.
 set -u
@@ -61,23 +67,64 @@ autopurge.purgeInterval=0
 CFG
 }
 
-launch() { # dir port -> 0 when ruok answers
-    local dir=$1 port=$2 i
-    mkdir -p "$dir/data"
-    write_cfg "$dir" "$port"
-    echo "$port" > "$dir/port"
-    # shellcheck disable=SC2086
+spawn() { # dir: start the JVM described by dir/zoo.cfg and dir/main
+    local dir=$1 main=org.apache.zookeeper.server.ZooKeeperServerMain
+    [ -f "$dir/main" ] && main=$(cat "$dir/main")
     setsid "$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
         -Dzookeeper.jmx.log4j.disable=true \
-        -cp "$ZK_CP" org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" \
+        -cp "$ZK_CP" "$main" "$dir/zoo.cfg" \
         >> "$dir/server.log" 2>&1 < /dev/null &
     echo $! > "$dir/pid"
-    for i in $(seq 1 300); do  # <= 30 s
-        if serving "$port"; then return 0; fi
-        kill -0 "$(cat "$dir/pid")" 2>/dev/null || return 1
+}
+
+wait_serving() { # dir port seconds
+    local i
+    for i in $(seq 1 $(( $3 * 10 ))); do
+        if serving "$2"; then return 0; fi
+        kill -0 "$(cat "$1/pid")" 2>/dev/null || return 1
         sleep 0.1
     done
     return 1
+}
+
+launch() { # dir port -> 0 when the server serves
+    local dir=$1 port=$2
+    mkdir -p "$dir/data"
+    [ -f "$dir/main" ] || write_cfg "$dir" "$port"
+    echo "$port" > "$dir/port"
+    spawn "$dir"
+    wait_serving "$dir" "$port" 30
+}
+
+ensemble_start() { # dir n
+    local dir=$1 n=$2 k servers="" used=" " p
+    mkdir -p "$dir"
+    for k in $(seq 1 "$n"); do
+        for role in client peer election; do
+            for _ in $(seq 1 20); do
+                p=$(pick_port) || return 1
+                case $used in *" $p "*) continue ;; esac
+                used="$used$p "
+                break
+            done
+            eval "port_${role}_$k=$p"
+        done
+        eval "servers=\"\$servers server.$k=127.0.0.1:\$port_peer_$k:\$port_election_$k\""
+    done
+    for k in $(seq 1 "$n"); do
+        local nd="$dir/s$k" cp
+        eval "cp=\$port_client_$k"
+        mkdir -p "$nd/data"
+        echo "$k" > "$nd/data/myid"
+        write_cfg "$nd" "$cp"
+        { echo "cnxTimeout=2000"; for s in $servers; do echo "$s"; done; } >> "$nd/zoo.cfg"
+        echo org.apache.zookeeper.server.quorum.QuorumPeerMain > "$nd/main"
+        echo "$cp" > "$nd/port"
+        spawn "$nd"
+    done
+    for k in $(seq 1 "$n"); do
+        wait_serving "$dir/s$k" "$(cat "$dir/s$k/port")" 60 || return 1
+    done
 }
 
 stop_server() { # dir signal
@@ -123,6 +170,26 @@ restart)
     launch "$dir" "$port" || die "server did not restart on port $port"
     ;;
 4lw) (four "$(cat "$dir/port")" "${3:?word}") ;;
+ensemble-start)
+    [ -f "$ZK_JAR" ] || die "$ZK_JAR not found: install the Debian package zookeeper"
+    ensemble_start "$dir" "${3:-3}" || die "ensemble did not start (see $dir/s*/server.log)"
+    ;;
+ensemble-hosts)
+    hs=""
+    for nd in "$dir"/s*/; do hs="$hs${hs:+,}127.0.0.1:$(cat "$nd/port")"; done
+    echo "$hs"
+    ;;
+ensemble-leader)
+    for nd in "$dir"/s*/; do
+        if (four "$(cat "$nd/port")" srvr) | grep -q '^Mode: leader'; then
+            basename "$nd" | tr -d s; exit 0
+        fi
+    done
+    exit 1
+    ;;
+ensemble-stop)
+    for nd in "$dir"/s*/; do stop_server "$nd" KILL; done
+    ;;
 hosts) echo "127.0.0.1:$(cat "$dir/port")" ;;
 *) die "unknown command $cmd" ;;
 esac
