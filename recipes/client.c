@@ -61,6 +61,18 @@ typedef struct sub_event {
     struct sub_event *next;
 } sub_event_t;
 
+struct zkr__track {
+    char *path;
+    int64_t session;
+    zkr_hold_state_t state;
+    zkr_hold_fn fn;
+    void *ctx;
+    unsigned pass;
+    int calling;
+    int orphan;
+    struct zkr__track *next;
+};
+
 typedef struct task {
     void (*fn)(void *);
     void *arg;
@@ -132,6 +144,11 @@ struct zkr_client {
 
     sub_t *subs;
     sub_event_t *sev_head, *sev_tail;
+
+    struct zkr__track *tracks;
+    unsigned track_pass;
+    pthread_t track_thread;
+    int in_track;
     pthread_t sub_thread;
     int in_sub;
 
@@ -536,6 +553,34 @@ int zkr__client_wait_usable(zkr_client_t *c, int64_t deadline)
     return rc;
 }
 
+int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
+{
+    pthread_mutex_lock(&c->mu);
+    int rc;
+    for (;;) {
+        if (c->closing) {
+            rc = ZKR_ECLOSED;
+            break;
+        }
+        if (c->state == ZKR_STATE_LOST || c->auth_failed || (c->have_session && c->session_id != session)) {
+            rc = ZKR_ESESSIONLOST;
+            break;
+        }
+        if (is_usable_state(c->state) && c->connected) {
+            rc = ZKR_OK;
+            break;
+        }
+        if (zkr__cond_wait_until(&c->cond, &c->mu, deadline) == ETIMEDOUT) {
+            rc = ZKR_ETIMEDOUT;
+            if (!c->closing && is_usable_state(c->state) && c->connected && c->session_id == session)
+                rc = ZKR_OK;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 int zkr_client_wait_connected(zkr_client_t *c, int64_t timeout_ms)
 {
     if (!c)
@@ -830,6 +875,8 @@ static void reap_removed_listeners_locked(zkr_client_t *c)
     }
 }
 
+static void update_tracks_locked(zkr_client_t *c, zkr_state_t s);
+
 /* Tell every listener (public ones first, then internal hooks) about `s`.
  * Called with c->mu held; drops it around each call. */
 static void deliver_locked(zkr_client_t *c, zkr_state_t s)
@@ -851,6 +898,153 @@ static void deliver_locked(zkr_client_t *c, zkr_state_t s)
         }
     }
     reap_removed_listeners_locked(c);
+    update_tracks_locked(c, s);
+}
+
+/* ---- tracked holds ---------------------------------------------------------- */
+
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr_hold_fn fn, void *ctx,
+                   zkr__track_t **out)
+{
+    zkr__track_t *t = calloc(1, sizeof *t);
+    if (!t || !(t->path = strdup(path))) {
+        free(t);
+        return ZKR_ENOMEM;
+    }
+    t->session = session;
+    t->fn = fn;
+    t->ctx = ctx;
+    pthread_mutex_lock(&c->mu);
+    if (c->state == ZKR_STATE_LOST || (c->have_session && c->session_id != session))
+        t->state = ZKR_HOLD_LOST;
+    else if (is_usable_state(c->state) && c->connected)
+        t->state = ZKR_HOLD_SAFE;
+    else
+        t->state = ZKR_HOLD_IN_DOUBT;
+    t->pass = c->track_pass;
+    t->next = c->tracks;
+    c->tracks = t;
+    pthread_mutex_unlock(&c->mu);
+    *out = t;
+    return ZKR_OK;
+}
+
+zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
+{
+    if (!t)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&c->mu);
+    zkr_hold_state_t st = t->state;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+static void track_free(zkr__track_t *t)
+{
+    free(t->path);
+    free(t);
+}
+
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t)
+{
+    if (!t)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&c->mu);
+    for (zkr__track_t **p = &c->tracks; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    }
+    t->fn = NULL;
+    int self = c->in_track && pthread_equal(pthread_self(), c->track_thread);
+    if (t->calling && self) {
+        t->orphan = 1; /* freed by the notifier after this call */
+    } else {
+        while (t->calling)
+            pthread_cond_wait(&c->cond, &c->mu);
+    }
+    zkr_hold_state_t st = t->state;
+    int orphan = t->orphan;
+    pthread_mutex_unlock(&c->mu);
+    if (!orphan)
+        track_free(t);
+    return st;
+}
+
+/* Is our node still there, owned by our session?  c->mu held; dropped
+ * around the call. */
+static int track_verify_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    zkr__zh_t *h = c->cur;
+    if (!h || t->session != c->session_id)
+        return 0;
+    h->refs++;
+    char *path = strdup(t->path);
+    pthread_mutex_unlock(&c->mu);
+    struct Stat st;
+    int zrc = path ? zoo_exists(h->zh, path, 0, &st) : ZSYSTEMERROR;
+    free(path);
+    pthread_mutex_lock(&c->mu);
+    h->refs--;
+    if (zrc == ZOK)
+        return st.ephemeralOwner == t->session ? 1 : 0;
+    if (zrc == ZNONODE)
+        return 0;
+    return -1; /* could not tell: stay in doubt */
+}
+
+/* Bring every tracked hold in line with client state `s` and tell it.
+ * c->mu held; dropped around ZooKeeper calls and callbacks. */
+static void update_tracks_locked(zkr_client_t *c, zkr_state_t s)
+{
+    unsigned pass = ++c->track_pass;
+    for (;;) {
+        zkr__track_t *t = c->tracks;
+        while (t && t->pass == pass)
+            t = t->next;
+        if (!t)
+            break;
+        t->pass = pass;
+        zkr_hold_state_t next = t->state;
+        if (t->state == ZKR_HOLD_LOST) {
+            continue;
+        } else if (s == ZKR_STATE_LOST) {
+            next = ZKR_HOLD_LOST;
+        } else if (s == ZKR_STATE_SUSPENDED || s == ZKR_STATE_READ_ONLY) {
+            next = ZKR_HOLD_IN_DOUBT;
+        } else if (is_usable_state(s) && t->state == ZKR_HOLD_IN_DOUBT) {
+            t->calling = 1; /* keep it alive while the mutex is dropped */
+            int v = track_verify_locked(c, t);
+            t->calling = 0;
+            pthread_cond_broadcast(&c->cond);
+            if (t->orphan || !t->fn) {
+                if (t->orphan)
+                    track_free(t);
+                continue; /* removed meanwhile */
+            }
+            next = v > 0 ? ZKR_HOLD_SAFE : (v == 0 ? ZKR_HOLD_LOST : ZKR_HOLD_IN_DOUBT);
+        }
+        if (next == t->state)
+            continue;
+        t->state = next;
+        if (!t->fn)
+            continue;
+        t->calling = 1;
+        c->in_track = 1;
+        c->track_thread = pthread_self();
+        zkr_hold_fn fn = t->fn;
+        void *ctx = t->ctx;
+        char *path = t->path;
+        pthread_mutex_unlock(&c->mu);
+        fn(next, path, ctx);
+        pthread_mutex_lock(&c->mu);
+        c->in_track = 0;
+        t->calling = 0;
+        if (t->orphan)
+            track_free(t);
+        pthread_cond_broadcast(&c->cond);
+    }
 }
 
 /* ---- the state machine ------------------------------------------------------------ */
@@ -1073,6 +1267,11 @@ static void client_free(zkr_client_t *c)
         c->sev_head = e->next;
         free(e->path);
         free(e);
+    }
+    while (c->tracks) {
+        zkr__track_t *t = c->tracks;
+        c->tracks = t->next;
+        track_free(t);
     }
     while (c->subs) {
         sub_t *s = c->subs;

@@ -129,12 +129,13 @@ static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid,
     prefix[3 + ZKR__UUID_LEN] = '-';
     prefix[4 + ZKR__UUID_LEN] = '\0';
     for (;;) {
-        int rc = zkr__client_wait_usable(c, deadline);
+        int rc = zkr__client_wait_session(c, create_session, deadline);
         if (rc != ZKR_OK) {
             /* We cannot look now: make sure whatever the create left behind
-             * is deleted once we can. */
+             * is deleted once we can.  If the session is gone, try afresh on
+             * the next one. */
             zkr__client_delete_prefix_later(c, dir, prefix, create_session);
-            return rc;
+            return rc == ZKR_ESESSIONLOST ? RECOVER_RETRY : rc;
         }
         zkr__zh_t *h;
         if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
@@ -334,8 +335,23 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
     return ZKR_EZOOKEEPER;
 }
 
+int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
+{
+    return zkr__track_add(c, node->path, node->session, fn, ctx, &node->track);
+}
+
+zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node)
+{
+    return node->track ? zkr__track_state(c, node->track) : ZKR_HOLD_NONE;
+}
+
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
 {
+    int was_lost = 0;
+    if (node->track) {
+        was_lost = zkr__track_remove(c, node->track) == ZKR_HOLD_LOST;
+        node->track = NULL;
+    }
     if (!node->path)
         return ZKR_OK;
     zkr__zh_t *h;
@@ -345,7 +361,7 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
         zkr__node_clear(node);
         return rc;
     }
-    int lost = zkr__zh_session(c, h) != node->session;
+    int lost = was_lost || zkr__zh_session(c, h) != node->session;
     int done = 0;
     if (zkr__zh_usable(c, h)) {
         int zrc = zoo_delete(zkr__zh(h), node->path, -1);
@@ -391,7 +407,7 @@ int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, 
             rc = zkr__list(c, h, dir, &kids);
             if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
                 zkr__client_put_handle(c, h);
-                if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+                if ((rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
                     break;
                 continue;
             }
@@ -462,12 +478,15 @@ int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, 
                 rc = ZKR_ETIMEDOUT;
                 break;
             }
-            if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+            /* Cut off briefly: keep our place and wait for the same
+             * session; if it is lost, so is our node. */
+            if ((ev & ZKR__WAKE_SESSION) &&
+                (rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
                 break;
             continue;
         }
         if (is_connection_error(zrc) || is_session_error(zrc)) {
-            if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+            if ((rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
                 break;
             continue;
         }

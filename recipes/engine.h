@@ -38,7 +38,14 @@ typedef struct zkr__node {
     char uuid[ZKR__UUID_LEN + 1];
     int64_t czxid;    /* fencing token */
     int64_t session;  /* the session that owns it */
+    zkr__track_t *track; /* set once the node grants a hold */
 } zkr__node_t;
+
+/* Start telling whether the hold this node grants is safe (fn may be NULL).
+ * Returns ZKR_OK or ZKR_ENOMEM. */
+int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx);
+/* The hold's state (ZKR_HOLD_NONE if not tracked). */
+zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node);
 
 /* Create a protected node "<dir>/_c_<uuid>-<marker>" with `mode`
  * (ZOO_EPHEMERAL_SEQUENTIAL unless a driver needs otherwise), creating
@@ -53,9 +60,9 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
                      int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
                      zkr__strvec_t *children);
 
-/* Delete our node (version -1; ZNONODE is success).  If it cannot be done
- * now, it is done in the background.  Returns ZKR_OK, or ZKR_ELOST if the
- * session that created it is no longer the client's session (the node is
+/* Delete our node (version -1; ZNONODE is success) and stop tracking it.
+ * If it cannot be done now, it is done in the background.  Returns ZKR_OK,
+ * or ZKR_ELOST if the hold had been lost (its session is gone; the node is
  * deleted anyway if it still exists). */
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node);
 

@@ -9,6 +9,17 @@ const char *zkr_version(void)
     return PACKAGE_VERSION;
 }
 
+const char *zkr_hold_state_name(zkr_hold_state_t s)
+{
+    switch (s) {
+    case ZKR_HOLD_NONE: return "NONE";
+    case ZKR_HOLD_SAFE: return "SAFE";
+    case ZKR_HOLD_IN_DOUBT: return "IN_DOUBT";
+    case ZKR_HOLD_LOST: return "LOST";
+    }
+    return "UNKNOWN";
+}
+
 const char *zkr_strerror(int err)
 {
     switch (err) {

@@ -37,6 +37,24 @@ int zkr__zh_usable(zkr_client_t *c, const zkr__zh_t *h);
  * or it closes (ZKR_ECLOSED). */
 int zkr__client_wait_usable(zkr_client_t *c, int64_t deadline);
 
+/* Like zkr__client_wait_usable, for work that belongs to one session:
+ * returns ZKR_ESESSIONLOST at once when that session is LOST or replaced. */
+int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline);
+
+/* ---- tracked holds: the client tells each hold whether it is still safe -- */
+
+typedef struct zkr__track zkr__track_t;
+
+/* Track the hold whose node is `path`, created by `session`.  State starts
+ * SAFE (IN_DOUBT if the client is not connected now).  fn may be NULL (poll
+ * only).  Returns ZKR_OK or ZKR_ENOMEM. */
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr_hold_fn fn, void *ctx,
+                   zkr__track_t **out);
+zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
+/* Stop tracking; after it returns fn is not running (unless called from fn)
+ * and will not run again.  Returns the last state.  NULL is a no-op. */
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
+
 /* The client's mutex: waiters and async completions synchronise on it. */
 pthread_mutex_t *zkr__client_mutex(zkr_client_t *c);
 /* Caller holds the client mutex. */

@@ -10,26 +10,29 @@
 
 typedef struct lock_ops {
     const char *kind;
+    zkr_hold_state_t (*state)(void *obj);
     int (*acquire)(void *obj, int64_t timeout_ms);
     int (*release)(void *obj);
     int (*is_held)(void *obj);
     int (*token)(void *obj, int64_t *token);
 } lock_ops_t;
 
-#define OPS(name, kind_, acq, rel, held, tok)                                                                \
+#define OPS(name, kind_, acq, rel, held, tok, st)                                                            \
+    static zkr_hold_state_t name##_st(void *o) { return st(o); }                                             \
     static int name##_acq(void *o, int64_t t) { return acq(o, t); }                                          \
     static int name##_rel(void *o) { return rel(o); }                                                        \
     static int name##_held(void *o) { return held(o); }                                                      \
     static int name##_tok(void *o, int64_t *t) { return tok(o, t); }                                         \
-    static const lock_ops_t name##_ops = {kind_, name##_acq, name##_rel, name##_held, name##_tok};
+    static const lock_ops_t name##_ops = {kind_, name##_st, name##_acq, name##_rel, name##_held, name##_tok};
 
-OPS(mutex, "mutex", zkr_mutex_acquire, zkr_mutex_release, zkr_mutex_is_held, zkr_mutex_fencing_token)
+OPS(mutex, "mutex", zkr_mutex_acquire, zkr_mutex_release, zkr_mutex_is_held, zkr_mutex_fencing_token,
+    zkr_mutex_hold_state)
 OPS(smutex, "semaphore-mutex", zkr_semaphore_mutex_acquire, zkr_semaphore_mutex_release,
-    zkr_semaphore_mutex_is_held, zkr_semaphore_mutex_fencing_token)
+    zkr_semaphore_mutex_is_held, zkr_semaphore_mutex_fencing_token, zkr_semaphore_mutex_hold_state)
 OPS(rd, "read", zkr_rwlock_read_acquire, zkr_rwlock_read_release, zkr_rwlock_read_is_held,
-    zkr_rwlock_read_fencing_token)
+    zkr_rwlock_read_fencing_token, zkr_rwlock_read_hold_state)
 OPS(wr, "write", zkr_rwlock_write_acquire, zkr_rwlock_write_release, zkr_rwlock_write_is_held,
-    zkr_rwlock_write_fencing_token)
+    zkr_rwlock_write_fencing_token, zkr_rwlock_write_hold_state)
 
 static const lock_ops_t *valid_ops(zkr_lock_ref_t r)
 {
@@ -88,6 +91,12 @@ int zkr_lock_fencing_token(zkr_lock_ref_t r, int64_t *token)
 {
     const lock_ops_t *ops = valid_ops(r);
     return (ops && token) ? ops->token(r.obj, token) : ZKR_EINVAL;
+}
+
+zkr_hold_state_t zkr_lock_hold_state(zkr_lock_ref_t r)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    return ops ? ops->state(r.obj) : ZKR_HOLD_NONE;
 }
 
 const char *zkr_lock_kind(zkr_lock_ref_t r)

@@ -34,6 +34,8 @@ struct zkr_mutex {
     hold_t *holds;
     zkr_revoke_fn revoke_fn;
     void *revoke_ctx;
+    zkr_hold_fn hold_fn;
+    void *hold_ctx;
 };
 
 #define mutex_driver zkr__lock_driver
@@ -173,6 +175,8 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
     }
     zkr_revoke_fn rfn = m->revoke_fn;
     void *rctx = m->revoke_ctx;
+    zkr_hold_fn hfn = m->hold_fn;
+    void *hctx = m->hold_ctx;
     pthread_mutex_unlock(&m->mu);
 
     h = calloc(1, sizeof *h);
@@ -184,6 +188,10 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         return rc;
     }
     rc = zkr__queue_acquire(m->c, m->path, &mutex_driver, "", 0, deadline, &h->node);
+    if (rc == ZKR_OK && zkr__node_track(m->c, &h->node, hfn, hctx) != ZKR_OK) {
+        zkr__node_delete(m->c, &h->node);
+        rc = ZKR_ENOMEM;
+    }
     if (rc == ZKR_OK && rfn) {
         h->revoke = revoke_start(m, h->node.path, rfn, rctx);
         if (!h->revoke) {
@@ -244,6 +252,28 @@ int zkr_mutex_is_held(zkr_mutex_t *m)
     int held = find_hold(m, pthread_self()) != NULL;
     pthread_mutex_unlock(&m->mu);
     return held;
+}
+
+int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
+{
+    if (!m)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&m->mu);
+    m->hold_fn = fn;
+    m->hold_ctx = ctx;
+    pthread_mutex_unlock(&m->mu);
+    return ZKR_OK;
+}
+
+zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)
+{
+    if (!m)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&m->mu);
+    hold_t *h = find_hold(m, pthread_self());
+    zkr_hold_state_t st = h ? zkr__node_hold_state(m->c, &h->node) : ZKR_HOLD_NONE;
+    pthread_mutex_unlock(&m->mu);
+    return st;
 }
 
 int zkr_mutex_is_held_by_process(zkr_mutex_t *m)

@@ -19,6 +19,8 @@ struct zkr_rwlock {
     pthread_mutex_t mu;
     zkr__holds_t reads;
     zkr__holds_t writes;
+    zkr_hold_fn hold_fn;
+    void *hold_ctx;
 };
 
 static const char *rw_key(const char *name, const char *marker)
@@ -131,6 +133,8 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             return ZKR_ENOMEM;
         }
     }
+    zkr_hold_fn hfn = l->hold_fn;
+    void *hctx = l->hold_ctx;
     pthread_mutex_unlock(&l->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -152,6 +156,10 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
                                   NULL);
     } else {
         rc = zkr__queue_acquire(l->c, l->path, writer ? &write_driver : &read_driver, "", 0, deadline, &h->node);
+    }
+    if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
+        zkr__node_delete(l->c, &h->node);
+        rc = ZKR_ENOMEM;
     }
     zkr__client_leave(l->c);
     free(write_path);
@@ -215,6 +223,36 @@ int zkr_rwlock_read_is_held(zkr_rwlock_t *l)
 int zkr_rwlock_write_is_held(zkr_rwlock_t *l)
 {
     return l ? is_held(l, &l->writes) : 0;
+}
+
+int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
+{
+    if (!l)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&l->mu);
+    l->hold_fn = fn;
+    l->hold_ctx = ctx;
+    pthread_mutex_unlock(&l->mu);
+    return ZKR_OK;
+}
+
+static zkr_hold_state_t half_state(zkr_rwlock_t *l, zkr__holds_t *hs)
+{
+    pthread_mutex_lock(&l->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    zkr_hold_state_t st = h ? zkr__node_hold_state(l->c, &h->node) : ZKR_HOLD_NONE;
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+zkr_hold_state_t zkr_rwlock_read_hold_state(zkr_rwlock_t *l)
+{
+    return l ? half_state(l, &l->reads) : ZKR_HOLD_NONE;
+}
+
+zkr_hold_state_t zkr_rwlock_write_hold_state(zkr_rwlock_t *l)
+{
+    return l ? half_state(l, &l->writes) : ZKR_HOLD_NONE;
 }
 
 int zkr_rwlock_read_fencing_token(zkr_rwlock_t *l, int64_t *token)

@@ -15,6 +15,9 @@ struct zkr_semaphore {
     char *leases_dir;
     int max_fixed;
     char *count_path; /* NULL: max_fixed applies */
+    pthread_mutex_t mu;
+    zkr_hold_fn hold_fn;
+    void *hold_ctx;
 };
 
 struct zkr_lease {
@@ -36,6 +39,7 @@ static const zkr__driver_t lease_driver = {
 
 static void sem_destroy(zkr_semaphore_t *s)
 {
+    pthread_mutex_destroy(&s->mu);
     free(s->locks_dir);
     free(s->leases_dir);
     free(s->count_path);
@@ -48,6 +52,10 @@ static int sem_make(zkr_semaphore_t **out, zkr_client_t *c, const char *path, in
     zkr_semaphore_t *s = calloc(1, sizeof *s);
     if (!s)
         return ZKR_ENOMEM;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        free(s);
+        return ZKR_ESYSTEM;
+    }
     s->c = c;
     s->max_fixed = max;
     s->locks_dir = zkr__path_join(path, "locks");
@@ -140,7 +148,7 @@ static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadlin
         zkr__client_put_handle(c, h);
         if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
             deallocate_String_vector(&sv);
-            if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+            if ((rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
                 break;
             continue;
         }
@@ -173,7 +181,7 @@ static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadlin
             rc = ZKR_ETIMEDOUT;
             break;
         }
-        if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK)
+        if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
             break;
     }
     zkr__waiter_destroy(c, &w);
@@ -201,12 +209,38 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
             zkr__node_delete(c, &l->node); /* never leave an orphan lease */
     }
     zkr__node_delete(c, &lock);
+    if (rc == ZKR_OK) {
+        pthread_mutex_lock(&s->mu);
+        zkr_hold_fn fn = s->hold_fn;
+        void *ctx = s->hold_ctx;
+        pthread_mutex_unlock(&s->mu);
+        if (zkr__node_track(c, &l->node, fn, ctx) != ZKR_OK) {
+            zkr__node_delete(c, &l->node);
+            rc = ZKR_ENOMEM;
+        }
+    }
     if (rc != ZKR_OK) {
         free(l);
         return rc;
     }
     *out = l;
     return ZKR_OK;
+}
+
+int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ctx)
+{
+    if (!s)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    s->hold_fn = fn;
+    s->hold_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
+    return ZKR_OK;
+}
+
+zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *l)
+{
+    return l ? zkr__node_hold_state(l->c, &l->node) : ZKR_HOLD_NONE;
 }
 
 int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms, zkr_lease_t **leases)
@@ -428,6 +462,21 @@ int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token)
     int rc = m->lease ? zkr_lease_fencing_token(m->lease, token) : ZKR_ENOTOWNER;
     pthread_mutex_unlock(&m->mu);
     return rc;
+}
+
+int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx)
+{
+    return m ? zkr_semaphore_set_hold_listener(m->sem, fn, ctx) : ZKR_EINVAL;
+}
+
+zkr_hold_state_t zkr_semaphore_mutex_hold_state(zkr_semaphore_mutex_t *m)
+{
+    if (!m)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&m->mu);
+    zkr_hold_state_t st = m->lease ? zkr_lease_hold_state(m->lease) : ZKR_HOLD_NONE;
+    pthread_mutex_unlock(&m->mu);
+    return st;
 }
 
 void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m)

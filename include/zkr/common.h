@@ -21,6 +21,29 @@ extern "C" {
  * waiting, > 0 waits at most that long. */
 #define ZKR_WAIT_FOREVER ((int64_t)-1)
 
+/* Whether a hold (a lock, a lease) is still safe to act on.
+ *   SAFE      the session is connected and our node is in place.
+ *   IN_DOUBT  the connection is down (SUSPENDED): the session may or may not
+ *             survive; stop acting on the protected resource (or use fencing
+ *             tokens) until SAFE again.
+ *   LOST      the session is gone (expired or LOST): someone else may hold
+ *             the lock now.  The hold is over; release it (ZKR_ELOST) and
+ *             acquire again if needed.
+ * NONE is the state of something not held. */
+typedef enum zkr_hold_state {
+    ZKR_HOLD_NONE = 0,
+    ZKR_HOLD_SAFE = 1,
+    ZKR_HOLD_IN_DOUBT = 2,
+    ZKR_HOLD_LOST = 3
+} zkr_hold_state_t;
+
+/* Called on the client's thread whenever a hold changes state (SAFE ->
+ * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
+typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
+
+/* "NONE", "SAFE", "IN_DOUBT", "LOST"; "UNKNOWN" otherwise. */
+ZKR_EXTERN const char *zkr_hold_state_name(zkr_hold_state_t state);
+
 /* The library's version, "MAJOR.MINOR.PATCH". */
 ZKR_EXTERN const char *zkr_version(void);
 

@@ -58,6 +58,17 @@ ZKR_EXTERN int zkr_mutex_release(zkr_mutex_t *m);
 /* 1 if the calling thread holds `m`, 0 otherwise (or m NULL). */
 ZKR_EXTERN int zkr_mutex_is_held(zkr_mutex_t *m);
 
+/* Hold notifications: fn is told (on the client's thread) when a hold of
+ * this object becomes IN_DOUBT (connection down), SAFE again (same session,
+ * node still ours) or LOST (session gone: another process may hold the lock
+ * now).  Applies to holds taken after this call; fn NULL turns it off.
+ * Returns ZKR_OK, ZKR_EINVAL (m NULL). */
+ZKR_EXTERN int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx);
+
+/* The state of the calling thread's hold: ZKR_HOLD_SAFE, ZKR_HOLD_IN_DOUBT,
+ * ZKR_HOLD_LOST, or ZKR_HOLD_NONE if it holds nothing (or m is NULL). */
+ZKR_EXTERN zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m);
+
 /* 1 if any thread of this process holds `m` through this object. */
 ZKR_EXTERN int zkr_mutex_is_held_by_process(zkr_mutex_t *m);
 

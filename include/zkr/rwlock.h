@@ -62,6 +62,14 @@ ZKR_EXTERN int zkr_rwlock_write_release(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_read_is_held(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_write_is_held(zkr_rwlock_t *l);
 
+/* Hold notifications for holds of either half taken after this call (see
+ * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
+ZKR_EXTERN int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx);
+
+/* State of the calling thread's read / write hold (ZKR_HOLD_NONE if none). */
+ZKR_EXTERN zkr_hold_state_t zkr_rwlock_read_hold_state(zkr_rwlock_t *l);
+ZKR_EXTERN zkr_hold_state_t zkr_rwlock_write_hold_state(zkr_rwlock_t *l);
+
 /* Fencing token of the calling thread's read / write hold.
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOTOWNER. */
 ZKR_EXTERN int zkr_rwlock_read_fencing_token(zkr_rwlock_t *l, int64_t *token);

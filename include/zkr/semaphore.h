@@ -74,6 +74,13 @@ ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
  * ZKR_ELOST. */
 ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, int n);
 
+/* Hold notifications for leases acquired after this call (see
+ * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
+ZKR_EXTERN int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ctx);
+
+/* SAFE, IN_DOUBT or LOST; ZKR_HOLD_NONE for NULL. */
+ZKR_EXTERN zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *lease);
+
 /* The lease node's full path (valid until the lease is returned); NULL for
  * NULL. */
 ZKR_EXTERN const char *zkr_lease_path(const zkr_lease_t *lease);
@@ -122,6 +129,13 @@ ZKR_EXTERN int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m);
 /* Fencing token of the current hold.  Returns ZKR_OK, ZKR_EINVAL,
  * ZKR_ENOTOWNER. */
 ZKR_EXTERN int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token);
+
+/* Hold notifications (see zkr_mutex_set_hold_listener).  Returns ZKR_OK,
+ * ZKR_EINVAL. */
+ZKR_EXTERN int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx);
+
+/* State of the current hold (ZKR_HOLD_NONE if not held). */
+ZKR_EXTERN zkr_hold_state_t zkr_semaphore_mutex_hold_state(zkr_semaphore_mutex_t *m);
 
 /* Free (a hold still open is released).  NULL is a no-op. */
 ZKR_EXTERN void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m);
