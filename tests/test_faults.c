@@ -1,0 +1,849 @@
+/* Surviving faults: stalls and cuts (loopback proxy), server restarts,
+ * forced expiry, ensemble leader loss; holder notification; and an
+ * invariant checker over a multi-process workload with faults injected. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/harness/zkproxy.h"
+#include "tests/harness/zkr_test.h"
+
+#define SESSION_MS 3000
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static zkr_client_t *client_at(const char *hosts, int session_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    int rc = zkr_client_open(&c, hosts, &o);
+    CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
+    return c;
+}
+
+static int server_port(void)
+{
+    const char *h = zkt_hosts();
+    const char *colon = strrchr(h, ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
+/* Records what a hold listener is told. */
+typedef struct told {
+    atomic_int n;
+    atomic_int states[32];
+    atomic_llong first_doubt_ms;
+} told_t;
+
+static void told_fn(zkr_hold_state_t st, const char *path, void *ctx)
+{
+    (void)path;
+    told_t *t = ctx;
+    int i = atomic_fetch_add(&t->n, 1);
+    if (i < 32)
+        atomic_store(&t->states[i], (int)st);
+    long long zero = 0;
+    if (st != ZKR_HOLD_SAFE)
+        atomic_compare_exchange_strong(&t->first_doubt_ms, &zero, (long long)zkt_now_ms());
+}
+
+typedef struct told_want {
+    told_t *t;
+    zkr_hold_state_t st;
+} told_want_t;
+
+static int told_has(void *arg)
+{
+    told_want_t *w = arg;
+    int n = atomic_load(&w->t->n);
+    for (int i = 0; i < n && i < 32; i++)
+        if (atomic_load(&w->t->states[i]) == (int)w->st)
+            return 1;
+    return 0;
+}
+
+static int wait_told(told_t *t, zkr_hold_state_t st, int ms)
+{
+    told_want_t w = {t, st};
+    return zkt_wait_for(told_has, &w, ms);
+}
+
+/* A thread that acquires, then (holds being per thread) releases itself
+ * when told to. */
+typedef struct acq_arg {
+    zkr_mutex_t *m;
+    int64_t timeout;
+    atomic_int done;
+    int rc;
+    int64_t token;
+    atomic_int release_now;
+    int release_rc;
+} acq_arg_t;
+
+static void *acq_thread(void *p)
+{
+    acq_arg_t *a = p;
+    a->rc = zkr_mutex_acquire(a->m, a->timeout);
+    if (a->rc == ZKR_OK)
+        zkr_mutex_fencing_token(a->m, &a->token);
+    atomic_store(&a->done, 1);
+    if (a->rc != ZKR_OK)
+        return NULL;
+    for (int i = 0; i < 6000 && !atomic_load(&a->release_now); i++)
+        zkt_sleep_ms(10);
+    a->release_rc = zkr_mutex_release(a->m);
+    return NULL;
+}
+
+static int acq_finish(acq_arg_t *a, pthread_t t)
+{
+    atomic_store(&a->release_now, 1);
+    pthread_join(t, NULL);
+    return a->release_rc;
+}
+
+static int acq_done(void *p)
+{
+    return atomic_load(&((acq_arg_t *)p)->done);
+}
+
+typedef struct count_arg {
+    zhandle_t *zh;
+    const char *path;
+    int want;
+} count_arg_t;
+
+static int count_is(void *p)
+{
+    count_arg_t *a = p;
+    return zkt_count_children(a->zh, a->path) == a->want;
+}
+
+static int wait_children(zhandle_t *zh, const char *path, int want, int ms)
+{
+    count_arg_t a = {zh, path, want};
+    return zkt_wait_for(count_is, &a, ms);
+}
+
+static void noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+/* End a session from outside: a second handle on it, closed. */
+static int expire_session(int64_t id, const char passwd[16])
+{
+    clientid_t cid;
+    memset(&cid, 0, sizeof cid);
+    cid.client_id = id;
+    memcpy(cid.passwd, passwd, 16);
+    zhandle_t *zh = zookeeper_init(zkt_hosts(), noop_watcher, SESSION_MS, &cid, NULL, 0);
+    if (!zh)
+        return -1;
+    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        zkt_sleep_ms(25);
+    int ok = zoo_state(zh) == ZOO_CONNECTED_STATE;
+    zookeeper_close(zh);
+    return ok ? 0 : -1;
+}
+
+/* ---- single-fault tests --------------------------------------------------------- */
+
+/* Stall shorter than the session timeout: IN_DOUBT, then SAFE again. */
+static void test_stall_short_holder_safe_again(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = client_at(zkt_proxy_hosts(px), 6000);
+    char p[128];
+    zkt_path("stall-short", p, sizeof p);
+    zkr_mutex_t *m;
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, a, p), ZKR_OK);
+    zkr_mutex_set_hold_listener(m, told_fn, &told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
+    int64_t t1;
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &t1), ZKR_OK);
+
+    zkt_proxy_stall(px, 1);
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 8000));
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_IN_DOUBT);
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px); /* drop the stalled connection so the client reconnects at once */
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 10000));
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
+    CU_ASSERT_FALSE(told_has(&(told_want_t){&told, ZKR_HOLD_LOST}));
+    int64_t t2;
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &t2), ZKR_OK);
+    CU_ASSERT_EQUAL(t1, t2);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+    zkr_client_close(a);
+    zkt_proxy_stop(px);
+}
+
+/* Stall longer than the session timeout: the holder is told IN_DOUBT before
+ * the other client enters, then LOST; release says ZKR_ELOST. */
+static void test_stall_long_holder_lost(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_client_t *b = client_at(zkt_hosts(), SESSION_MS);
+    char p[128];
+    zkt_path("stall-long", p, sizeof p);
+    zkr_mutex_t *ma, *mb;
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
+    zkr_mutex_set_hold_listener(ma, told_fn, &told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
+    int64_t ta = 0, tb = 0;
+    zkr_mutex_fencing_token(ma, &ta);
+
+    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 20000), ZKR_OK);
+    int64_t b_entered = zkt_now_ms();
+    long long doubt = atomic_load(&told.first_doubt_ms);
+    CU_ASSERT_TRUE(doubt > 0 && doubt <= b_entered);
+    zkr_mutex_fencing_token(mb, &tb);
+    CU_ASSERT_TRUE(tb > ta);
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_LOST, 15000));
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_LOST);
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_ELOST);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(ma));
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
+    /* The local state is consistent: a later acquire works. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(ma, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    zkt_proxy_stop(px);
+}
+
+/* Server restart: holder IN_DOUBT then SAFE; a waiter keeps its place. */
+static void test_server_restart_waiter_keeps_place(void)
+{
+    zkr_client_t *a = client_at(zkt_hosts(), 20000);
+    zkr_client_t *b = client_at(zkt_hosts(), 20000);
+    zhandle_t *raw = zkt_raw();
+    char p[128];
+    zkt_path("restart", p, sizeof p);
+    zkr_mutex_t *ma, *mb;
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
+    zkr_mutex_set_hold_listener(ma, told_fn, &told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    pthread_t t;
+    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    char **before = NULL;
+    size_t nb = 0;
+    CU_ASSERT_EQUAL(zkr_mutex_participants(ma, &before, &nb), ZKR_OK);
+    zkt_raw_close(raw);
+
+    CU_ASSERT_EQUAL_FATAL(zkt_server("restart"), 0);
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 10000));
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 20000));
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_SAFE);
+    CU_ASSERT_FALSE(atomic_load(&w.done));
+    char **after = NULL;
+    size_t na = 0;
+    CU_ASSERT_EQUAL(zkr_mutex_participants(ma, &after, &na), ZKR_OK);
+    CU_ASSERT_EQUAL(na, nb);
+    for (size_t i = 0; i < na && i < nb; i++)
+        CU_ASSERT_STRING_EQUAL(after[i], before[i]);
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 15000));
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
+    zkr_strings_free(before, nb);
+    zkr_strings_free(after, na);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+}
+
+/* A waiter cut off briefly keeps its place in the queue. */
+static void test_cut_waiter_keeps_place(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = client_at(zkt_proxy_hosts(px), 10000);
+    zhandle_t *raw = zkt_raw();
+    char p[128];
+    zkt_path("cut-waiter", p, sizeof p);
+    zkr_mutex_t *ma, *mb;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    pthread_t t;
+    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    int64_t b_session = 0;
+    zkr_client_session(b, &b_session, NULL);
+    for (int i = 0; i < 3; i++) {
+        zkt_proxy_cut(px);
+        zkt_sleep_ms(300);
+    }
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 10000), ZKR_OK);
+    int64_t s2 = 0;
+    zkr_client_session(b, &s2, NULL);
+    CU_ASSERT_EQUAL(s2, b_session);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 2);
+    CU_ASSERT_FALSE(atomic_load(&w.done));
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 15000));
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
+    CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+    zkt_raw_close(raw);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    zkt_proxy_stop(px);
+}
+
+/* A waiter whose session is lost while waiting gets an error, not a hang,
+ * and leaves nothing behind. */
+static void test_waiter_session_lost(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zhandle_t *raw = zkt_raw();
+    char p[128];
+    zkt_path("waiter-lost", p, sizeof p);
+    zkr_mutex_t *ma, *mb;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
+    acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99};
+    pthread_t t;
+    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    zkt_proxy_stall(px, 1);
+    CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
+    int joined = 0;
+    if (atomic_load(&w.done)) {
+        acq_finish(&w, t);
+        joined = 1;
+    }
+    CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
+    CU_ASSERT_TRUE(wait_children(raw, p, 1, 10000)); /* only the holder */
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
+    CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+    if (!joined) {
+        zkt_proxy_stall(px, 0);
+        acq_finish(&w, t);
+    }
+    zkt_raw_close(raw);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    zkt_proxy_stop(px);
+}
+
+/* Release during SUSPENDED: local state cleared at once, the node deleted
+ * once the connection is back. */
+static void test_release_while_suspended(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = client_at(zkt_proxy_hosts(px), 10000);
+    zhandle_t *raw = zkt_raw();
+    char p[128];
+    zkt_path("release-suspended", p, sizeof p);
+    zkr_mutex_t *m;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, a, p), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    zkt_proxy_stall(px, 1);
+    zkt_proxy_cut(px);
+    for (int i = 0; i < 400 && zkr_client_is_connected(a); i++)
+        zkt_sleep_ms(25);
+    CU_ASSERT_FALSE(zkr_client_is_connected(a));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* still there */
+    zkt_proxy_stall(px, 0);
+    CU_ASSERT_TRUE(wait_children(raw, p, 0, 15000));
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkt_raw_close(raw);
+    zkr_mutex_free(m);
+    zkr_client_close(a);
+    zkt_proxy_stop(px);
+}
+
+/* Forced expiry of a holder: LOST, another client gets in, release says
+ * ZKR_ELOST; semaphore lease and rwlock likewise. */
+static void test_forced_expiry_all_kinds(void)
+{
+    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = client_at(zkt_hosts(), SESSION_MS);
+    char pm[128], pr[128], ps[128];
+    zkt_path("exp-mutex", pm, sizeof pm);
+    zkt_path("exp-rw", pr, sizeof pr);
+    zkt_path("exp-sem", ps, sizeof ps);
+    zkr_mutex_t *m;
+    zkr_rwlock_t *rw;
+    zkr_semaphore_t *s;
+    told_t tm, tr, ts;
+    memset(&tm, 0, sizeof tm);
+    memset(&tr, 0, sizeof tr);
+    memset(&ts, 0, sizeof ts);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, a, pm), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&rw, a, pr), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, a, ps, 1), ZKR_OK);
+    zkr_mutex_set_hold_listener(m, told_fn, &tm);
+    zkr_rwlock_set_hold_listener(rw, told_fn, &tr);
+    zkr_semaphore_set_hold_listener(s, told_fn, &ts);
+    zkr_lease_t *lease = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(rw, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(s, 5000, &lease), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_hold_state(lease), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_hold_state(rw), ZKR_HOLD_SAFE);
+
+    int64_t id;
+    char pw[16];
+    CU_ASSERT_EQUAL_FATAL(zkr_client_session(a, &id, pw), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(expire_session(id, pw), 0);
+    CU_ASSERT_TRUE(wait_told(&tm, ZKR_HOLD_LOST, 15000));
+    CU_ASSERT_TRUE(wait_told(&tr, ZKR_HOLD_LOST, 15000));
+    CU_ASSERT_TRUE(wait_told(&ts, ZKR_HOLD_LOST, 15000));
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_LOST);
+    CU_ASSERT_EQUAL(zkr_lease_hold_state(lease), ZKR_HOLD_LOST);
+
+    zkr_mutex_t *mb;
+    zkr_rwlock_t *rwb;
+    zkr_semaphore_t *sb;
+    zkr_lease_t *lb = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, pm), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&rwb, b, pr), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sb, b, ps, 1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_acquire(rwb, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(sb, 10000, &lb), ZKR_OK);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ELOST);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(rw), ZKR_ELOST);
+    CU_ASSERT_EQUAL(zkr_lease_return(lease), ZKR_ELOST);
+    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(rwb), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(lb), ZKR_OK);
+    /* The client rebuilt its session: acquiring works again. */
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+    zkr_mutex_free(mb);
+    zkr_rwlock_free(rw);
+    zkr_rwlock_free(rwb);
+    zkr_semaphore_free(s);
+    zkr_semaphore_free(sb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+}
+
+/* ---- ensemble: leader loss ------------------------------------------------------ */
+
+static char ens_dir[512];
+
+static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outlen)
+{
+    const char *harness = getenv("ZKR_HARNESS");
+    if (!harness)
+        return -1;
+    char line[2048];
+    snprintf(line, sizeof line, "'%s' %s '%s%s' 2>/dev/null", harness, cmd, ens_dir, sub ? sub : "");
+    FILE *f = popen(line, "r");
+    if (!f)
+        return -1;
+    size_t n = out ? fread(out, 1, outlen - 1, f) : 0;
+    if (out) {
+        out[n] = '\0';
+        char *nl = strchr(out, '\n');
+        if (nl)
+            *nl = '\0';
+    } else {
+        char junk[256];
+        while (fread(junk, 1, sizeof junk, f) > 0) {
+        }
+    }
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_ensemble_leader_kill(void)
+{
+    const char *base = getenv("ZKR_TEST_ZKDIR");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    snprintf(ens_dir, sizeof ens_dir, "%s/ensemble", base);
+    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-start", NULL, NULL, 0), 0);
+    char hosts[512];
+    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-hosts", NULL, hosts, sizeof hosts), 0);
+    zkr_client_t *a = client_at(hosts, 10000);
+    zkr_client_t *b = client_at(hosts, 10000);
+    zkr_mutex_t *ma, *mb;
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, "/ens/lock"), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, "/ens/lock"), ZKR_OK);
+    zkr_mutex_set_hold_listener(ma, told_fn, &told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 10000), ZKR_OK);
+    int64_t ta = 0, tb = 0;
+    zkr_mutex_fencing_token(ma, &ta);
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    pthread_t t;
+    pthread_create(&t, NULL, acq_thread, &w);
+    zkt_sleep_ms(500);
+
+    char leader[16];
+    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-leader", NULL, leader, sizeof leader), 0);
+    char sub[32];
+    snprintf(sub, sizeof sub, "/s%s", leader);
+    CU_ASSERT_EQUAL(ensemble_cmd("kill", sub, NULL, 0), 0);
+    /* Every client of the ensemble loses its connection while it elects. */
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 15000));
+    CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 30000));
+    CU_ASSERT_FALSE(atomic_load(&w.done));
+    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    tb = w.token;
+    CU_ASSERT_TRUE(tb > ta);
+    CU_ASSERT_EQUAL(ensemble_cmd("restart", sub, NULL, 0), 0);
+    CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    ensemble_cmd("ensemble-stop", NULL, NULL, 0);
+}
+
+/* ---- the invariant checker -------------------------------------------------------- */
+
+#define WORKERS 4
+#define MAX_RECORDS 4000
+
+enum { KIND_MUTEX, KIND_WRITE, KIND_SMUTEX, KIND_READWRITE };
+
+typedef struct record {
+    int64_t token;
+    int64_t enter_ms;
+    int64_t exit_ms;
+    _Atomic long long doubt_ms; /* when told IN_DOUBT/LOST during the hold */
+    int worker;
+    int reader;
+} record_t;
+
+typedef struct shared {
+    atomic_int stop;
+    atomic_int nrec;
+    atomic_int errors;
+    int64_t session[WORKERS];
+    char passwd[WORKERS][16];
+    atomic_int ready[WORKERS];
+    record_t rec[MAX_RECORDS];
+} shared_t;
+
+static shared_t *sh;
+static _Atomic(record_t *) current_hold;
+
+static void worker_told(zkr_hold_state_t st, const char *path, void *ctx)
+{
+    (void)path;
+    (void)ctx;
+    record_t *r = atomic_load(&current_hold);
+    if (r && st != ZKR_HOLD_SAFE) {
+        long long zero = 0;
+        atomic_compare_exchange_strong(&r->doubt_ms, &zero, (long long)zkt_now_ms());
+    }
+}
+
+static void worker(int id, int kind, const char *hosts, const char *path)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    if (zkr_client_open(&c, hosts, &o) != ZKR_OK)
+        _exit(2);
+    zkr_mutex_t *m = NULL;
+    zkr_rwlock_t *rw = NULL;
+    zkr_semaphore_mutex_t *sm = NULL;
+    zkr_lock_ref_t ref;
+    int reader = 0;
+    if (kind == KIND_MUTEX) {
+        zkr_mutex_new(&m, c, path);
+        zkr_mutex_set_hold_listener(m, worker_told, NULL);
+        ref = zkr_mutex_ref(m);
+    } else if (kind == KIND_SMUTEX) {
+        zkr_semaphore_mutex_new(&sm, c, path);
+        zkr_semaphore_mutex_set_hold_listener(sm, worker_told, NULL);
+        ref = zkr_semaphore_mutex_ref(sm);
+    } else {
+        zkr_rwlock_new(&rw, c, path);
+        zkr_rwlock_set_hold_listener(rw, worker_told, NULL);
+        reader = kind == KIND_READWRITE && (id % 2 == 1);
+        ref = reader ? zkr_rwlock_read_ref(rw) : zkr_rwlock_write_ref(rw);
+    }
+    while (!atomic_load(&sh->stop)) {
+        zkr_client_session(c, &sh->session[id], sh->passwd[id]);
+        atomic_store(&sh->ready[id], 1);
+        int rc = zkr_lock_acquire(ref, 2000);
+        if (rc != ZKR_OK) {
+            if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS)
+                atomic_fetch_add(&sh->errors, 1);
+            zkt_sleep_ms(20);
+            continue;
+        }
+        int slot = atomic_fetch_add(&sh->nrec, 1);
+        record_t *r = slot < MAX_RECORDS ? &sh->rec[slot] : NULL;
+        if (r) {
+            r->worker = id;
+            r->reader = reader;
+            zkr_lock_fencing_token(ref, &r->token);
+            atomic_store(&r->doubt_ms, 0);
+            atomic_store(&current_hold, r);
+            r->enter_ms = zkt_now_ms();
+            if (zkr_lock_hold_state(ref) != ZKR_HOLD_SAFE) /* already in doubt */
+                atomic_store(&r->doubt_ms, (long long)r->enter_ms);
+        }
+        zkt_sleep_ms(15 + id * 3);
+        if (r) {
+            r->exit_ms = zkt_now_ms();
+            atomic_store(&current_hold, NULL);
+        }
+        rc = zkr_lock_release(ref);
+        if (rc != ZKR_OK && rc != ZKR_ELOST)
+            atomic_fetch_add(&sh->errors, 1);
+        zkt_sleep_ms(id); /* let others in */
+    }
+    zkr_mutex_free(m);
+    zkr_rwlock_free(rw);
+    zkr_semaphore_mutex_free(sm);
+    zkr_client_close(c);
+    _exit(0);
+}
+
+static int cmp_enter(const void *a, const void *b)
+{
+    const record_t *x = a, *y = b;
+    return (x->enter_ms > y->enter_ms) - (x->enter_ms < y->enter_ms);
+}
+
+/* Check the records: exclusive holds overlap only if the earlier holder had
+ * been told IN_DOUBT/LOST before the later one entered; tokens of exclusive
+ * holders increase in order of entry. */
+static void check_records(int n, int kind, int *faults_after_ok, int64_t last_fault_ms)
+{
+    record_t *r = malloc((size_t)n * sizeof *r);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+    for (int i = 0; i < n; i++) {
+        r[i] = sh->rec[i];
+        r[i].doubt_ms = atomic_load(&sh->rec[i].doubt_ms);
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_enter);
+    int bad_overlap = 0, bad_token = 0;
+    int64_t last_token = -1;
+    for (int i = 0; i < n; i++) {
+        if (r[i].exit_ms == 0)
+            continue; /* still inside when stopped */
+        for (int j = i + 1; j < n && r[j].enter_ms < r[i].exit_ms; j++) {
+            if (kind == KIND_READWRITE && r[i].reader && r[j].reader)
+                continue; /* readers share */
+            long long d = r[i].doubt_ms;
+            if (!(d > 0 && d <= r[j].enter_ms)) {
+                bad_overlap++;
+                fprintf(stderr, "overlap: worker %d [%lld,%lld] token %lld and worker %d entered %lld (doubt %lld)\n",
+                        r[i].worker, (long long)r[i].enter_ms, (long long)r[i].exit_ms, (long long)r[i].token,
+                        r[j].worker, (long long)r[j].enter_ms, d);
+            }
+        }
+        if (kind != KIND_READWRITE || !r[i].reader) {
+            if (r[i].token <= last_token) {
+                bad_token++;
+                fprintf(stderr, "token %lld after %lld\n", (long long)r[i].token, (long long)last_token);
+            }
+            last_token = r[i].token;
+        }
+    }
+    CU_ASSERT_EQUAL(bad_overlap, 0);
+    CU_ASSERT_EQUAL(bad_token, 0);
+    int after[WORKERS] = {0};
+    for (int i = 0; i < n; i++)
+        if (r[i].enter_ms > last_fault_ms)
+            after[r[i].worker]++;
+    *faults_after_ok = 1;
+    for (int w = 0; w < WORKERS; w++)
+        if (after[w] == 0)
+            *faults_after_ok = 0;
+    free(r);
+}
+
+static void run_invariant_workload(int kind, const char *name)
+{
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_NOT_EQUAL_FATAL(sh, MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    char p[128];
+    zkt_path(name, p, sizeof p);
+    zkt_proxy_t *px[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        px[w] = zkt_proxy_start(server_port());
+        CU_ASSERT_PTR_NOT_NULL_FATAL(px[w]);
+    }
+    pid_t pids[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0)
+            worker(w, kind, zkt_proxy_hosts(px[w]), p);
+    }
+    for (int w = 0; w < WORKERS; w++)
+        for (int i = 0; i < 400 && !atomic_load(&sh->ready[w]); i++)
+            zkt_sleep_ms(25);
+    zkt_sleep_ms(1500);
+
+    /* The faults, one after another, each applied to a holder or a waiter
+     * (whoever that worker is at the time). */
+    zkt_proxy_stall(px[0], 1); /* stall shorter than the session timeout */
+    zkt_sleep_ms(SESSION_MS / 2);
+    zkt_proxy_stall(px[0], 0);
+    zkt_sleep_ms(1000);
+    zkt_proxy_stall(px[1], 1); /* stall longer than the session timeout */
+    zkt_sleep_ms(SESSION_MS * 2);
+    zkt_proxy_stall(px[1], 0);
+    zkt_proxy_cut(px[1]);
+    zkt_sleep_ms(1000);
+    zkt_proxy_cut(px[2]); /* cut + reconnect */
+    zkt_sleep_ms(1000);
+    CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
+    zkt_sleep_ms(1500);
+    CU_ASSERT_EQUAL(expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
+    int64_t last_fault = zkt_now_ms();
+    zkt_sleep_ms(6000); /* everyone must get in again after the last fault */
+
+    atomic_store(&sh->stop, 1);
+    int exited_ok = 1;
+    for (int w = 0; w < WORKERS; w++) {
+        int st = 0;
+        int done = 0;
+        for (int i = 0; i < 600 && !done; i++) { /* <= 30 s */
+            pid_t r = waitpid(pids[w], &st, WNOHANG);
+            if (r == pids[w])
+                done = 1;
+            else
+                zkt_sleep_ms(50);
+        }
+        if (!done) {
+            kill(pids[w], SIGKILL);
+            waitpid(pids[w], &st, 0);
+            exited_ok = 0;
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            exited_ok = 0;
+        }
+    }
+    CU_ASSERT_TRUE(exited_ok);
+    int n = atomic_load(&sh->nrec);
+    if (n > MAX_RECORDS)
+        n = MAX_RECORDS;
+    printf("\n    %s: %d holds recorded, %d unexpected errors\n", name, n, atomic_load(&sh->errors));
+    CU_ASSERT_TRUE(n > 20);
+    CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
+    int all_again = 0;
+    check_records(n, kind, &all_again, last_fault);
+    CU_ASSERT_TRUE(all_again);
+
+    /* Nothing is left once every client has closed. */
+    zhandle_t *raw = zkt_raw();
+    if (kind == KIND_SMUTEX) {
+        char sub[200];
+        snprintf(sub, sizeof sub, "%s/leases", p);
+        CU_ASSERT_TRUE(wait_children(raw, sub, 0, 10000));
+        snprintf(sub, sizeof sub, "%s/locks", p);
+        CU_ASSERT_TRUE(wait_children(raw, sub, 0, 10000));
+    } else {
+        CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+    }
+    zkt_raw_close(raw);
+    for (int w = 0; w < WORKERS; w++)
+        zkt_proxy_stop(px[w]);
+    munmap(sh, sizeof *sh);
+    sh = NULL;
+}
+
+static void test_invariants_mutex(void)
+{
+    run_invariant_workload(KIND_MUTEX, "inv-mutex");
+}
+
+static void test_invariants_rwlock(void)
+{
+    run_invariant_workload(KIND_READWRITE, "inv-rwlock");
+}
+
+static void test_invariants_semaphore(void)
+{
+    run_invariant_workload(KIND_SMUTEX, "inv-semaphore");
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("faults", NULL, NULL);
+    CU_add_test(s, "stall shorter than the session timeout: holder IN_DOUBT then SAFE",
+                test_stall_short_holder_safe_again);
+    CU_add_test(s, "stall longer than the session timeout: holder told before the next enters, then LOST",
+                test_stall_long_holder_lost);
+    CU_add_test(s, "server restart: holder SAFE again, waiter keeps its place", test_server_restart_waiter_keeps_place);
+    CU_add_test(s, "cut + reconnect: waiter keeps its place", test_cut_waiter_keeps_place);
+    CU_add_test(s, "waiter whose session is lost gets an error and leaves nothing", test_waiter_session_lost);
+    CU_add_test(s, "release while SUSPENDED: node deleted once back", test_release_while_suspended);
+    CU_add_test(s, "forced expiry: mutex, rwlock and lease holders told LOST", test_forced_expiry_all_kinds);
+    CU_add_test(s, "ensemble: leader killed, holder SAFE again, waiter gets in", test_ensemble_leader_kill);
+    CU_pSuite i = CU_add_suite("invariants under faults", NULL, NULL);
+    CU_add_test(i, "mutex: 4 processes, stall/cut/restart/expiry", test_invariants_mutex);
+    CU_add_test(i, "rwlock: 4 processes (readers and writers), same faults", test_invariants_rwlock);
+    CU_add_test(i, "semaphore mutex: 4 processes, same faults", test_invariants_semaphore);
+}
+
+int main(void)
+{
+    return zkt_main("faults", add_suites);
+}
