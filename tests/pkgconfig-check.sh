@@ -20,10 +20,13 @@ int main(void)
 }
 C
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# --define-variable lets this check an installation moved by
+# `make install prefix=...` as well as one configured with --prefix.
+pc() { pkg-config --define-variable=prefix="$prefix" "$@" zkrecipes; }
 test -f "$prefix/include/zkr/zkr.h"
-cc -std=c11 -Wall -Wextra -Werror "$work/app.c" -o "$work/app" $(pkg-config --cflags --libs zkrecipes)
+echo "pkg-config: $(pc --cflags --libs)"
+cc -std=c11 -Wall -Wextra -Werror "$work/app.c" -o "$work/app" $(pc --cflags --libs)
 LD_LIBRARY_PATH="$prefix/lib" "$work/app"
 # static linking works too
-cc -std=c11 "$work/app.c" -o "$work/app-static" $(pkg-config --cflags zkrecipes) \
-    "$prefix/lib/libzkrecipes.a" $(pkg-config --libs-only-other --static zkrecipes) -lzookeeper_mt -lpthread
+cc -std=c11 "$work/app.c" -o "$work/app-static" $(pc --cflags) "$prefix/lib/libzkrecipes.a" -lzookeeper_mt -lpthread
 "$work/app-static"
