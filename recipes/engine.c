@@ -542,3 +542,22 @@ int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_
     *out = kids;
     return ZKR_OK;
 }
+
+int zkr__participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, char ***paths, size_t *count)
+{
+    if (!paths || !count)
+        return ZKR_EINVAL;
+    *paths = NULL;
+    *count = 0;
+    int rc = zkr__client_enter(c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__strvec_t sv;
+    rc = zkr__queue_participants(c, dir, drv, &sv);
+    zkr__client_leave(c);
+    if (rc == ZKR_OK) {
+        *paths = sv.v;
+        *count = sv.n;
+    }
+    return rc;
+}

@@ -86,6 +86,12 @@ int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, 
 int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
                             zkr__strvec_t *out);
 
+/* The public form of zkr__queue_participants: validates the output
+ * arguments, enters the client, hands out a char** to free with
+ * zkr_strings_free. */
+int zkr__participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, char ***paths,
+                      size_t *count);
+
 /* List dir's children (no watch).  ZNONODE gives an empty list. */
 int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out);
 

@@ -1,11 +1,10 @@
 /* Reentrant mutex (Curator InterProcessMutex) on the queue engine. */
 #include "config.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/engine.h"
+#include "recipes/holds.h"
 #include "zkr/mutex.h"
 
 #define REVOKE_MESSAGE "__REVOKE__"
@@ -19,19 +18,11 @@ typedef struct revoke_watch {
     void *sub; /* subscription id */
 } revoke_watch_t;
 
-typedef struct hold {
-    pthread_t tid;
-    int count;
-    zkr__node_t node;
-    revoke_watch_t *revoke;
-    struct hold *next;
-} hold_t;
-
 struct zkr_mutex {
     zkr_client_t *c;
     char *path;
     pthread_mutex_t mu;
-    hold_t *holds;
+    zkr__holds_t holds; /* hold->extra is its revoke_watch_t, if any */
     zkr_revoke_fn revoke_fn;
     void *revoke_ctx;
     zkr_hold_fn hold_fn;
@@ -60,16 +51,9 @@ int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *path)
         return ZKR_ESYSTEM;
     }
     m->c = c;
+    m->holds.mu = &m->mu;
     *out = m;
     return ZKR_OK;
-}
-
-static hold_t *find_hold(zkr_mutex_t *m, pthread_t tid)
-{
-    for (hold_t *h = m->holds; h; h = h->next)
-        if (pthread_equal(h->tid, tid))
-            return h;
-    return NULL;
 }
 
 /* ---- revocation ------------------------------------------------------------- */
@@ -163,27 +147,20 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
     if (!m)
         return ZKR_EINVAL;
     int64_t deadline = zkr__deadline(timeout_ms);
-    pthread_t self = pthread_self();
-    pthread_mutex_lock(&m->mu);
-    hold_t *h = find_hold(m, self);
-    if (h) {
-        int rc = h->count == INT_MAX ? ZKR_EBUSY : ZKR_OK;
-        if (rc == ZKR_OK)
-            h->count++;
-        pthread_mutex_unlock(&m->mu);
+    int rc = ZKR_OK;
+    if (zkr__holds_reenter(&m->holds, &rc))
         return rc;
-    }
+    pthread_mutex_lock(&m->mu);
     zkr_revoke_fn rfn = m->revoke_fn;
     void *rctx = m->revoke_ctx;
     zkr_hold_fn hfn = m->hold_fn;
     void *hctx = m->hold_ctx;
     pthread_mutex_unlock(&m->mu);
 
-    h = calloc(1, sizeof *h);
+    zkr__hold_t *h = calloc(1, sizeof *h);
     if (!h)
         return ZKR_ENOMEM;
-    int rc = zkr__client_enter(m->c);
-    if (rc != ZKR_OK) {
+    if ((rc = zkr__client_enter(m->c)) != ZKR_OK) {
         free(h);
         return rc;
     }
@@ -193,8 +170,8 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         rc = ZKR_ENOMEM;
     }
     if (rc == ZKR_OK && rfn) {
-        h->revoke = revoke_start(m, h->node.path, rfn, rctx);
-        if (!h->revoke) {
+        h->extra = revoke_start(m, h->node.path, rfn, rctx);
+        if (!h->extra) {
             zkr__node_delete(m->c, &h->node);
             rc = ZKR_ENOMEM;
         }
@@ -204,18 +181,13 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         free(h);
         return rc;
     }
-    h->tid = self;
-    h->count = 1;
-    pthread_mutex_lock(&m->mu);
-    h->next = m->holds;
-    m->holds = h;
-    pthread_mutex_unlock(&m->mu);
+    zkr__holds_add(&m->holds, h);
     return ZKR_OK;
 }
 
-static int hold_release(zkr_mutex_t *m, hold_t *h)
+static int hold_release(zkr_mutex_t *m, zkr__hold_t *h)
 {
-    revoke_stop(m->c, h->revoke);
+    revoke_stop(m->c, h->extra);
     int rc = zkr__node_delete(m->c, &h->node);
     free(h);
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
@@ -225,22 +197,10 @@ int zkr_mutex_release(zkr_mutex_t *m)
 {
     if (!m)
         return ZKR_EINVAL;
-    pthread_t self = pthread_self();
-    pthread_mutex_lock(&m->mu);
-    hold_t **p = &m->holds;
-    while (*p && !pthread_equal((*p)->tid, self))
-        p = &(*p)->next;
-    hold_t *h = *p;
-    if (!h) {
-        pthread_mutex_unlock(&m->mu);
-        return ZKR_ENOTOWNER;
-    }
-    if (--h->count > 0) {
-        pthread_mutex_unlock(&m->mu);
-        return ZKR_OK;
-    }
-    *p = h->next;
-    pthread_mutex_unlock(&m->mu);
+    zkr__hold_t *h = NULL;
+    int rc = zkr__holds_drop(&m->holds, &h);
+    if (rc != ZKR_OK || !h)
+        return rc;
     return hold_release(m, h);
 }
 
@@ -249,7 +209,7 @@ int zkr_mutex_is_held(zkr_mutex_t *m)
     if (!m)
         return 0;
     pthread_mutex_lock(&m->mu);
-    int held = find_hold(m, pthread_self()) != NULL;
+    int held = zkr__holds_mine_locked(&m->holds) != NULL;
     pthread_mutex_unlock(&m->mu);
     return held;
 }
@@ -270,7 +230,7 @@ zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)
     if (!m)
         return ZKR_HOLD_NONE;
     pthread_mutex_lock(&m->mu);
-    hold_t *h = find_hold(m, pthread_self());
+    zkr__hold_t *h = zkr__holds_mine_locked(&m->holds);
     zkr_hold_state_t st = h ? zkr__node_hold_state(m->c, &h->node) : ZKR_HOLD_NONE;
     pthread_mutex_unlock(&m->mu);
     return st;
@@ -278,59 +238,22 @@ zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)
 
 int zkr_mutex_is_held_by_process(zkr_mutex_t *m)
 {
-    if (!m)
-        return 0;
-    pthread_mutex_lock(&m->mu);
-    int held = m->holds != NULL;
-    pthread_mutex_unlock(&m->mu);
-    return held;
+    return m ? zkr__holds_any(&m->holds) : 0;
 }
 
 int zkr_mutex_fencing_token(zkr_mutex_t *m, int64_t *token)
 {
-    if (!m || !token)
-        return ZKR_EINVAL;
-    pthread_mutex_lock(&m->mu);
-    hold_t *h = find_hold(m, pthread_self());
-    if (h)
-        *token = h->node.czxid;
-    pthread_mutex_unlock(&m->mu);
-    return h ? ZKR_OK : ZKR_ENOTOWNER;
+    return (m && token) ? zkr__holds_token(&m->holds, token) : ZKR_EINVAL;
 }
 
 int zkr_mutex_node_path(zkr_mutex_t *m, char **path)
 {
-    if (!m || !path)
-        return ZKR_EINVAL;
-    *path = NULL;
-    pthread_mutex_lock(&m->mu);
-    hold_t *h = find_hold(m, pthread_self());
-    int rc = ZKR_ENOTOWNER;
-    if (h) {
-        *path = strdup(h->node.path);
-        rc = *path ? ZKR_OK : ZKR_ENOMEM;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return rc;
+    return (m && path) ? zkr__holds_path(&m->holds, path) : ZKR_EINVAL;
 }
 
 int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *count)
 {
-    if (!m || !paths || !count)
-        return ZKR_EINVAL;
-    *paths = NULL;
-    *count = 0;
-    int rc = zkr__client_enter(m->c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__strvec_t sv;
-    rc = zkr__queue_participants(m->c, m->path, &mutex_driver, &sv);
-    zkr__client_leave(m->c);
-    if (rc == ZKR_OK) {
-        *paths = sv.v;
-        *count = sv.n;
-    }
-    return rc;
+    return m ? zkr__participants(m->c, m->path, &mutex_driver, paths, count) : ZKR_EINVAL;
 }
 
 void zkr_strings_free(char **strings, size_t count)
@@ -343,11 +266,9 @@ void zkr_mutex_free(zkr_mutex_t *m)
 {
     if (!m)
         return;
-    while (m->holds) {
-        hold_t *h = m->holds;
-        m->holds = h->next;
+    zkr__hold_t *h;
+    while ((h = zkr__holds_pop(&m->holds)))
         hold_release(m, h);
-    }
     pthread_mutex_destroy(&m->mu);
     free(m->path);
     free(m);

@@ -267,21 +267,7 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
 
 int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count)
 {
-    if (!l || !paths || !count)
-        return ZKR_EINVAL;
-    *paths = NULL;
-    *count = 0;
-    int rc = zkr__client_enter(l->c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__strvec_t sv;
-    rc = zkr__queue_participants(l->c, l->path, &write_driver, &sv);
-    zkr__client_leave(l->c);
-    if (rc == ZKR_OK) {
-        *paths = sv.v;
-        *count = sv.n;
-    }
-    return rc;
+    return l ? zkr__participants(l->c, l->path, &write_driver, paths, count) : ZKR_EINVAL;
 }
 
 void zkr_rwlock_free(zkr_rwlock_t *l)

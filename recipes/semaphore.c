@@ -309,21 +309,7 @@ int zkr_lease_fencing_token(const zkr_lease_t *l, int64_t *token)
 
 int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
 {
-    if (!s || !paths || !count)
-        return ZKR_EINVAL;
-    *paths = NULL;
-    *count = 0;
-    int rc = zkr__client_enter(s->c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__strvec_t sv;
-    rc = zkr__queue_participants(s->c, s->leases_dir, &lease_driver, &sv);
-    zkr__client_leave(s->c);
-    if (rc == ZKR_OK) {
-        *paths = sv.v;
-        *count = sv.n;
-    }
-    return rc;
+    return s ? zkr__participants(s->c, s->leases_dir, &lease_driver, paths, count) : ZKR_EINVAL;
 }
 
 /* ---- shared count ---------------------------------------------------------------- */
