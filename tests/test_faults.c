@@ -578,6 +578,7 @@ typedef struct shared {
     int64_t session[WORKERS];
     char passwd[WORKERS][16];
     atomic_int ready[WORKERS];
+    atomic_int holding[WORKERS];
     record_t rec[MAX_RECORDS];
 } shared_t;
 
@@ -646,7 +647,14 @@ static void worker(int id, int kind, const char *hosts, const char *path)
             if (zkr_lock_hold_state(ref) != ZKR_HOLD_SAFE) /* already in doubt */
                 atomic_store(&r->doubt_ms, (long long)r->enter_ms);
         }
+        atomic_store(&sh->holding[id], 1);
         zkt_sleep_ms(15 + id * 3);
+        /* A holder that does not stop when told IN_DOUBT (like a paused
+         * process): it keeps "acting" until SAFE or LOST, so faults create
+         * real overlaps for the checker to judge. */
+        for (int i = 0; i < SESSION_MS * 4 / 20 && zkr_lock_hold_state(ref) == ZKR_HOLD_IN_DOUBT; i++)
+            zkt_sleep_ms(20);
+        atomic_store(&sh->holding[id], 0);
         if (r) {
             r->exit_ms = zkt_now_ms();
             atomic_store(&current_hold, NULL);
@@ -723,6 +731,13 @@ static void check_records(int n, int kind, int *faults_after_ok, int64_t last_fa
     free(r);
 }
 
+/* Wait (bounded) until worker w holds the lock. */
+static void wait_holding(int w)
+{
+    for (int i = 0; i < 2000 && !atomic_load(&sh->holding[w]); i++)
+        zkt_sleep_ms(1);
+}
+
 static void run_invariant_workload(int kind, const char *name)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -746,21 +761,25 @@ static void run_invariant_workload(int kind, const char *name)
             zkt_sleep_ms(25);
     zkt_sleep_ms(1500);
 
-    /* The faults, one after another, each applied to a holder or a waiter
-     * (whoever that worker is at the time). */
+    /* The faults, one after another, each applied to a worker while it
+     * holds the lock (the others are waiting or about to). */
+    wait_holding(0);
     zkt_proxy_stall(px[0], 1); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
     zkt_proxy_stall(px[0], 0);
     zkt_sleep_ms(1000);
+    wait_holding(1);
     zkt_proxy_stall(px[1], 1); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
     zkt_proxy_stall(px[1], 0);
     zkt_proxy_cut(px[1]);
     zkt_sleep_ms(1000);
+    wait_holding(2);
     zkt_proxy_cut(px[2]); /* cut + reconnect */
     zkt_sleep_ms(1000);
     CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
     zkt_sleep_ms(1500);
+    wait_holding(3);
     CU_ASSERT_EQUAL(expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
     int64_t last_fault = zkt_now_ms();
     zkt_sleep_ms(6000); /* everyone must get in again after the last fault */
