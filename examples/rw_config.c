@@ -1,1 +1,330 @@
-int main(void) { return 1; }
+/* rw_config: a shared configuration guarded by a distributed read/write lock.
+ *
+ *   rw_config [HOSTS] [--readers N] [--seconds S] [--path /zkr-demo/rw-config]
+ *
+ * HOSTS defaults to $ZKR_HOSTS, then 127.0.0.1:2181.  The configuration
+ * lives in ZooKeeper as two data nodes that must always be equal:
+ *
+ *   <path>/config/a    "generation N"
+ *   <path>/config/b    "generation N"
+ *   <path>/lock        the zkr_rwlock every thread uses
+ *
+ * N reader threads read a, pause, then read b, under the read lock, and
+ * check they saw the same generation (a torn read would show a != b).  One
+ * writer thread now and then rewrites the configuration in two steps (a,
+ * pause, b) under the write lock.  Readers hold the lock together; the
+ * writer holds it alone.  At the end the program prints the counts and
+ * checks: no torn read, at least one write, readers overlapped, no lock
+ * node left behind; it exits non-zero when a check fails. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+#include <zkr/zkr.h>
+
+#define MAX_READERS 64
+#define LOCK_TIMEOUT_MS 10000
+
+static const char *hosts;
+static int nreaders = 8;
+static int seconds = 3;
+static const char *base = "/zkr-demo/rw-config";
+
+static char config_dir[512], lock_dir[512], path_a[520], path_b[520];
+
+static zhandle_t *data_zh;
+static zkr_rwlock_t *rw;
+
+static atomic_int stop;
+static atomic_int readers_inside;
+static atomic_int writers_inside;
+static atomic_int max_readers;
+static atomic_int reads;
+static atomic_int writes;
+static atomic_int torn;
+static atomic_int exclusion_violations;
+static atomic_int errors;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the data nodes ---------------------------------------------------------- */
+
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+static zhandle_t *data_connect(void)
+{
+    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
+    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        sleep_ms(50);
+    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        fprintf(stderr, "rw_config: cannot connect to %s\n", hosts);
+        if (zh)
+            zookeeper_close(zh);
+        return NULL;
+    }
+    return zh;
+}
+
+static int delete_tree(zhandle_t *zh, const char *path)
+{
+    struct String_vector kids = {0, NULL};
+    int rc = zoo_get_children(zh, path, 0, &kids);
+    if (rc == ZNONODE)
+        return ZOK;
+    if (rc != ZOK)
+        return rc;
+    for (int i = 0; i < kids.count && rc == ZOK; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
+        rc = delete_tree(zh, child);
+    }
+    deallocate_String_vector(&kids);
+    if (rc != ZOK)
+        return rc;
+    rc = zoo_delete(zh, path, -1);
+    return rc == ZNONODE ? ZOK : rc;
+}
+
+static int create_path(zhandle_t *zh, const char *path, const char *data)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        *p = '/';
+        if (rc != ZOK && rc != ZNODEEXISTS)
+            return rc;
+    }
+    int rc = zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    return rc == ZNODEEXISTS ? ZOK : rc;
+}
+
+/* Read a node's data as a string.  Returns ZOK or a ZooKeeper error. */
+static int get_text(const char *path, char *buf, int cap)
+{
+    int len = cap - 1;
+    int rc = zoo_get(data_zh, path, 0, buf, &len, NULL);
+    if (rc != ZOK)
+        return rc;
+    buf[len < 0 ? 0 : len] = '\0';
+    return ZOK;
+}
+
+static int set_text(const char *path, const char *text)
+{
+    return zoo_set(data_zh, path, text, (int)strlen(text), -1);
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+static void note_max(atomic_int *max, int v)
+{
+    int cur = atomic_load(max);
+    while (v > cur && !atomic_compare_exchange_weak(max, &cur, v)) {
+    }
+}
+
+static void *reader_main(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
+    int id = (int)(uintptr_t)arg;
+    while (!atomic_load(&stop)) {
+        int rc = zkr_rwlock_read_acquire(rw, LOCK_TIMEOUT_MS);
+        if (rc != ZKR_OK) {
+            fprintf(stderr, "reader %d: read_acquire: %s\n", id, zkr_strerror(rc));
+            atomic_fetch_add(&errors, 1);
+            continue;
+        }
+        note_max(&max_readers, atomic_fetch_add(&readers_inside, 1) + 1);
+        if (atomic_load(&writers_inside) != 0)
+            atomic_fetch_add(&exclusion_violations, 1);
+        char a[64], b[64];
+        int za = get_text(path_a, a, sizeof a);
+        sleep_ms(1 + (int)(rand_r(&seed) % 3)); /* a writer would tear the config here */
+        int zb = get_text(path_b, b, sizeof b);
+        if (za != ZOK || zb != ZOK) {
+            fprintf(stderr, "reader %d: get: %s\n", id, zerror(za != ZOK ? za : zb));
+            atomic_fetch_add(&errors, 1);
+        } else if (strcmp(a, b) != 0) {
+            fprintf(stderr, "reader %d: TORN config: a=\"%s\" b=\"%s\"\n", id, a, b);
+            atomic_fetch_add(&torn, 1);
+        }
+        atomic_fetch_sub(&readers_inside, 1);
+        if ((rc = zkr_rwlock_read_release(rw)) != ZKR_OK) {
+            fprintf(stderr, "reader %d: read_release: %s\n", id, zkr_strerror(rc));
+            atomic_fetch_add(&errors, 1);
+        }
+        atomic_fetch_add(&reads, 1);
+        sleep_ms((int)(rand_r(&seed) % 3));
+    }
+    return NULL;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    int generation = 0;
+    while (!atomic_load(&stop)) {
+        sleep_ms(150);
+        int rc = zkr_rwlock_write_acquire(rw, LOCK_TIMEOUT_MS);
+        if (rc != ZKR_OK) {
+            fprintf(stderr, "writer: write_acquire: %s\n", zkr_strerror(rc));
+            atomic_fetch_add(&errors, 1);
+            continue;
+        }
+        atomic_fetch_add(&writers_inside, 1);
+        if (atomic_load(&readers_inside) != 0)
+            atomic_fetch_add(&exclusion_violations, 1);
+        int64_t token = 0;
+        zkr_rwlock_write_fencing_token(rw, &token);
+        char text[64];
+        snprintf(text, sizeof text, "generation %d", ++generation);
+        int za = set_text(path_a, text);
+        sleep_ms(5); /* the two halves are inconsistent for a while */
+        int zb = set_text(path_b, text);
+        if (za != ZOK || zb != ZOK) {
+            fprintf(stderr, "writer: set: %s\n", zerror(za != ZOK ? za : zb));
+            atomic_fetch_add(&errors, 1);
+        } else {
+            printf("writer: wrote \"%s\" (fencing token %lld)\n", text, (long long)token);
+        }
+        atomic_fetch_sub(&writers_inside, 1);
+        if ((rc = zkr_rwlock_write_release(rw)) != ZKR_OK) {
+            fprintf(stderr, "writer: write_release: %s\n", zkr_strerror(rc));
+            atomic_fetch_add(&errors, 1);
+        }
+        atomic_fetch_add(&writes, 1);
+    }
+    return NULL;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: rw_config [HOSTS] [--readers N] [--seconds S] [--path /zkr-demo/rw-config]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    hosts = getenv("ZKR_HOSTS");
+    if (!hosts || !*hosts)
+        hosts = "127.0.0.1:2181";
+    int i = 1;
+    if (argc > 1 && strncmp(argv[1], "--", 2) != 0)
+        hosts = argv[i++];
+    for (; i < argc; i++) {
+        if (i + 1 >= argc)
+            return usage();
+        if (strcmp(argv[i], "--readers") == 0)
+            nreaders = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--seconds") == 0)
+            seconds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--path") == 0)
+            base = argv[++i];
+        else
+            return usage();
+    }
+    if (nreaders < 2 || nreaders > MAX_READERS || seconds < 1 || base[0] != '/' || strlen(base) > 400)
+        return usage();
+    snprintf(config_dir, sizeof config_dir, "%s/config", base);
+    snprintf(path_a, sizeof path_a, "%s/a", config_dir);
+    snprintf(path_b, sizeof path_b, "%s/b", config_dir);
+    snprintf(lock_dir, sizeof lock_dir, "%s/lock", base);
+
+    printf("rw_config: %s, %d readers, 1 writer, %d s, config %s/{a,b}\n", hosts, nreaders, seconds, config_dir);
+    zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
+    data_zh = data_connect();
+    if (!data_zh)
+        return 1;
+    int zrc = delete_tree(data_zh, config_dir);
+    if (zrc == ZOK)
+        zrc = create_path(data_zh, path_a, "generation 0");
+    if (zrc == ZOK)
+        zrc = create_path(data_zh, path_b, "generation 0");
+    if (zrc != ZOK) {
+        fprintf(stderr, "rw_config: cannot set up %s: %s\n", config_dir, zerror(zrc));
+        zookeeper_close(data_zh);
+        return 1;
+    }
+
+    zkr_client_options_t opt;
+    zkr_client_options_init(&opt);
+    opt.zk_log_level = 0;
+    zkr_client_t *client = NULL;
+    int rc = zkr_client_open(&client, hosts, &opt);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "rw_config: zkr_client_open: %s\n", zkr_strerror(rc));
+        zookeeper_close(data_zh);
+        return 1;
+    }
+    /* One lock object for every thread: holds are per thread. */
+    rc = zkr_rwlock_new(&rw, client, lock_dir);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "rw_config: zkr_rwlock_new: %s\n", zkr_strerror(rc));
+        zkr_client_close(client);
+        zookeeper_close(data_zh);
+        return 1;
+    }
+
+    pthread_t rt[MAX_READERS], wt;
+    int started = 0;
+    for (; started < nreaders; started++)
+        if (pthread_create(&rt[started], NULL, reader_main, (void *)(uintptr_t)(started + 1)) != 0)
+            break;
+    int writer_ok = pthread_create(&wt, NULL, writer_main, NULL) == 0;
+    if (started < nreaders || !writer_ok) {
+        fprintf(stderr, "rw_config: cannot start threads\n");
+        atomic_fetch_add(&errors, 1);
+    }
+    for (int s = 0; s < seconds * 10; s++)
+        sleep_ms(100);
+    atomic_store(&stop, 1);
+    for (int k = 0; k < started; k++)
+        pthread_join(rt[k], NULL);
+    if (writer_ok)
+        pthread_join(wt, NULL);
+
+    /* After the run: the configuration is whole, and no lock node is left. */
+    char a[64] = "", b[64] = "";
+    int final_ok = get_text(path_a, a, sizeof a) == ZOK && get_text(path_b, b, sizeof b) == ZOK &&
+                   strcmp(a, b) == 0;
+    struct String_vector kids = {0, NULL};
+    zrc = zoo_get_children(data_zh, lock_dir, 0, &kids);
+    int left = zrc == ZOK ? kids.count : (zrc == ZNONODE ? 0 : -1);
+    deallocate_String_vector(&kids);
+
+    zkr_rwlock_free(rw);
+    zkr_client_close(client);
+    delete_tree(data_zh, base);
+    zookeeper_close(data_zh);
+
+    printf("final config: a=\"%s\" b=\"%s\"\n", a, b);
+    printf("reads: %d, writes: %d, max concurrent readers: %d, torn reads: %d, "
+           "exclusion violations: %d, errors: %d, lock nodes left: %d\n",
+           atomic_load(&reads), atomic_load(&writes), atomic_load(&max_readers), atomic_load(&torn),
+           atomic_load(&exclusion_violations), atomic_load(&errors), left);
+    int ok = atomic_load(&torn) == 0 && atomic_load(&exclusion_violations) == 0 && atomic_load(&errors) == 0 &&
+             atomic_load(&writes) >= 1 && atomic_load(&max_readers) >= 2 && final_ok && left == 0;
+    printf("CHECK %s: no torn read, at least one write, readers overlapped, writer alone, "
+           "no lock node left\n",
+           ok ? "OK" : "FAILED");
+    return ok ? 0 : 1;
+}

@@ -1,1 +1,401 @@
-int main(void) { return 1; }
+/* transfer: bank transfers between accounts, each under a multi-lock.
+ *
+ *   transfer [HOSTS] [--accounts N] [--threads T] [--transfers K]
+ *            [--path /zkr-demo/bank]
+ *
+ * HOSTS defaults to $ZKR_HOSTS, then 127.0.0.1:2181.  Every account is a
+ * ZooKeeper node holding its balance (decimal text), and has a mutex of
+ * its own:
+ *
+ *   <path>/accounts/acct-NN   the balance
+ *   <path>/locks/acct-NN      the account's zkr_mutex
+ *
+ * T threads, each with its own client (its own session, as separate
+ * processes would have), make K transfers of a random amount between two
+ * random accounts.  A transfer takes a zkr_multilock of the two accounts'
+ * mutexes, in one global order (sorted by lock path, so that two transfers
+ * in opposite directions cannot deadlock), with a timeout; then reads both
+ * balances, moves the money if the source can afford it, and writes both
+ * back with the versions it read (a write by anyone else in between would
+ * be caught).  At the end the program checks: the total is unchanged, no
+ * balance is negative, no lock node is left, and no two transfers ever held
+ * the same account at once; it exits non-zero when a check fails. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+#include <zkr/zkr.h>
+
+#define MAX_ACCOUNTS 64
+#define MAX_THREADS 64
+#define INITIAL_BALANCE 1000
+#define LOCK_TIMEOUT_MS 10000
+
+static const char *hosts;
+static int naccounts = 5;
+static int nthreads = 6;
+static int ntransfers = 25;
+static const char *base = "/zkr-demo/bank";
+
+static char acct_path[MAX_ACCOUNTS][256];
+static char lock_path[MAX_ACCOUNTS][256];
+
+static zhandle_t *data_zh;
+
+/* In-process witness: an account held by two transfers at once. */
+static atomic_int busy[MAX_ACCOUNTS];
+static atomic_int violations;
+static atomic_int done_transfers, skipped, timeouts, errors;
+static atomic_llong moved;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the data nodes ------------------------------------------------------------ */
+
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+static zhandle_t *data_connect(void)
+{
+    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
+    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        sleep_ms(50);
+    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        fprintf(stderr, "transfer: cannot connect to %s\n", hosts);
+        if (zh)
+            zookeeper_close(zh);
+        return NULL;
+    }
+    return zh;
+}
+
+static int delete_tree(zhandle_t *zh, const char *path)
+{
+    struct String_vector kids = {0, NULL};
+    int rc = zoo_get_children(zh, path, 0, &kids);
+    if (rc == ZNONODE)
+        return ZOK;
+    if (rc != ZOK)
+        return rc;
+    for (int i = 0; i < kids.count && rc == ZOK; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
+        rc = delete_tree(zh, child);
+    }
+    deallocate_String_vector(&kids);
+    if (rc != ZOK)
+        return rc;
+    rc = zoo_delete(zh, path, -1);
+    return rc == ZNONODE ? ZOK : rc;
+}
+
+static int create_path(zhandle_t *zh, const char *path, const char *data)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        *p = '/';
+        if (rc != ZOK && rc != ZNODEEXISTS)
+            return rc;
+    }
+    return zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+}
+
+/* Balance of account i and the version it was read at. */
+static int get_balance(int i, long *balance, int *version)
+{
+    char buf[32];
+    int len = (int)sizeof buf - 1;
+    struct Stat st;
+    int rc = zoo_get(data_zh, acct_path[i], 0, buf, &len, &st);
+    if (rc != ZOK)
+        return rc;
+    buf[len < 0 ? 0 : len] = '\0';
+    *balance = strtol(buf, NULL, 10);
+    if (version)
+        *version = st.version;
+    return ZOK;
+}
+
+static int set_balance(int i, long balance, int version)
+{
+    char buf[32];
+    int len = snprintf(buf, sizeof buf, "%ld", balance);
+    return zoo_set(data_zh, acct_path[i], buf, len, version);
+}
+
+/* ---- transfers ------------------------------------------------------------------------ */
+
+typedef struct teller {
+    int id;
+    unsigned seed;
+    zkr_client_t *client;
+    zkr_mutex_t *mutex[MAX_ACCOUNTS]; /* this teller's objects on every account lock */
+    int made, skipped, timeouts;
+} teller_t;
+
+/* Move `amount` from account `from` to `to`, both held.  Returns 1 moved,
+ * 0 not enough money, -1 error. */
+static int move_money(teller_t *t, int from, int to, long amount)
+{
+    long bf, bt;
+    int vf, vt;
+    int rc = get_balance(from, &bf, &vf);
+    if (rc == ZOK)
+        rc = get_balance(to, &bt, &vt);
+    if (rc != ZOK) {
+        fprintf(stderr, "teller %d: get: %s\n", t->id, zerror(rc));
+        return -1;
+    }
+    if (bf < amount)
+        return 0;
+    /* Version checks: under the locks nobody else may write in between. */
+    rc = set_balance(from, bf - amount, vf);
+    if (rc == ZOK)
+        rc = set_balance(to, bt + amount, vt);
+    if (rc == ZBADVERSION) {
+        fprintf(stderr, "teller %d: VIOLATION: a balance changed under our lock\n", t->id);
+        atomic_fetch_add(&violations, 1);
+        return -1;
+    }
+    if (rc != ZOK) {
+        fprintf(stderr, "teller %d: set: %s\n", t->id, zerror(rc));
+        return -1;
+    }
+    return 1;
+}
+
+static int one_transfer(teller_t *t)
+{
+    int from = (int)(rand_r(&t->seed) % (unsigned)naccounts);
+    int to = (int)(rand_r(&t->seed) % (unsigned)(naccounts - 1));
+    if (to >= from)
+        to++;
+    long amount = 1 + (long)(rand_r(&t->seed) % 300);
+
+    /* The two mutexes in the global order: sorted by lock path. */
+    int first = strcmp(lock_path[from], lock_path[to]) < 0 ? from : to;
+    int second = first == from ? to : from;
+    zkr_lock_ref_t parts[2] = {zkr_mutex_ref(t->mutex[first]), zkr_mutex_ref(t->mutex[second])};
+    zkr_multilock_t *ml = NULL;
+    int rc = zkr_multilock_new(&ml, parts, 2);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "teller %d: zkr_multilock_new: %s\n", t->id, zkr_strerror(rc));
+        return -1;
+    }
+    rc = zkr_multilock_acquire(ml, LOCK_TIMEOUT_MS);
+    if (rc != ZKR_OK) {
+        zkr_multilock_free(ml);
+        if (rc == ZKR_ETIMEDOUT) {
+            t->timeouts++;
+            atomic_fetch_add(&timeouts, 1);
+            return 0;
+        }
+        fprintf(stderr, "teller %d: acquire: %s\n", t->id, zkr_strerror(rc));
+        return -1;
+    }
+    int expect = 0;
+    if (!atomic_compare_exchange_strong(&busy[from], &expect, 1))
+        atomic_fetch_add(&violations, 1);
+    expect = 0;
+    if (!atomic_compare_exchange_strong(&busy[to], &expect, 1))
+        atomic_fetch_add(&violations, 1);
+
+    int moved_ok = move_money(t, from, to, amount);
+    if (moved_ok > 0) {
+        t->made++;
+        atomic_fetch_add(&done_transfers, 1);
+        atomic_fetch_add(&moved, amount);
+        printf("teller %d: %s -> %s: %ld\n", t->id, strrchr(acct_path[from], '/') + 1,
+               strrchr(acct_path[to], '/') + 1, amount);
+    } else if (moved_ok == 0) {
+        t->skipped++;
+        atomic_fetch_add(&skipped, 1);
+    }
+
+    atomic_store(&busy[from], 0);
+    atomic_store(&busy[to], 0);
+    int rrc = zkr_multilock_release(ml);
+    zkr_multilock_free(ml);
+    if (rrc != ZKR_OK) {
+        fprintf(stderr, "teller %d: release: %s\n", t->id, zkr_strerror(rrc));
+        return -1;
+    }
+    return moved_ok < 0 ? -1 : 0;
+}
+
+static void *teller_main(void *arg)
+{
+    teller_t *t = arg;
+    for (int k = 0; k < ntransfers; k++) {
+        if (one_transfer(t) < 0)
+            atomic_fetch_add(&errors, 1);
+        sleep_ms((int)(rand_r(&t->seed) % 3));
+    }
+    return NULL;
+}
+
+static int teller_open(teller_t *t, int id)
+{
+    memset(t, 0, sizeof *t);
+    t->id = id;
+    t->seed = (unsigned)(id * 7919 + (int)getpid());
+    zkr_client_options_t opt;
+    zkr_client_options_init(&opt);
+    opt.zk_log_level = 0;
+    int rc = zkr_client_open(&t->client, hosts, &opt);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "teller %d: zkr_client_open: %s\n", id, zkr_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < naccounts; i++) {
+        if ((rc = zkr_mutex_new(&t->mutex[i], t->client, lock_path[i])) != ZKR_OK) {
+            fprintf(stderr, "teller %d: zkr_mutex_new: %s\n", id, zkr_strerror(rc));
+            return rc;
+        }
+    }
+    return ZKR_OK;
+}
+
+static void teller_close(teller_t *t)
+{
+    for (int i = 0; i < naccounts; i++)
+        zkr_mutex_free(t->mutex[i]);
+    zkr_client_close(t->client);
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: transfer [HOSTS] [--accounts N] [--threads T] [--transfers K] [--path /zkr-demo/bank]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    hosts = getenv("ZKR_HOSTS");
+    if (!hosts || !*hosts)
+        hosts = "127.0.0.1:2181";
+    int i = 1;
+    if (argc > 1 && strncmp(argv[1], "--", 2) != 0)
+        hosts = argv[i++];
+    for (; i < argc; i++) {
+        if (i + 1 >= argc)
+            return usage();
+        if (strcmp(argv[i], "--accounts") == 0)
+            naccounts = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0)
+            nthreads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--transfers") == 0)
+            ntransfers = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--path") == 0)
+            base = argv[++i];
+        else
+            return usage();
+    }
+    if (naccounts < 2 || naccounts > MAX_ACCOUNTS || nthreads < 1 || nthreads > MAX_THREADS || ntransfers < 0 ||
+        base[0] != '/' || strlen(base) > 200)
+        return usage();
+    for (int a = 0; a < naccounts; a++) {
+        snprintf(acct_path[a], sizeof acct_path[a], "%s/accounts/acct-%02d", base, a);
+        snprintf(lock_path[a], sizeof lock_path[a], "%s/locks/acct-%02d", base, a);
+    }
+    printf("transfer: %s, %d accounts of %d, %d tellers x %d transfers\n", hosts, naccounts, INITIAL_BALANCE,
+           nthreads, ntransfers);
+
+    zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
+    data_zh = data_connect();
+    if (!data_zh)
+        return 1;
+    int zrc = delete_tree(data_zh, base);
+    char initial[32];
+    snprintf(initial, sizeof initial, "%d", INITIAL_BALANCE);
+    for (int a = 0; a < naccounts && zrc == ZOK; a++)
+        zrc = create_path(data_zh, acct_path[a], initial);
+    if (zrc != ZOK) {
+        fprintf(stderr, "transfer: cannot set up %s: %s\n", base, zerror(zrc));
+        zookeeper_close(data_zh);
+        return 1;
+    }
+    long long total_before = (long long)naccounts * INITIAL_BALANCE;
+
+    static teller_t tellers[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    int opened = 0, started = 0;
+    for (; opened < nthreads; opened++)
+        if (teller_open(&tellers[opened], opened + 1) != ZKR_OK) {
+            opened++; /* partly opened: closed below */
+            atomic_fetch_add(&errors, 1);
+            break;
+        }
+    if (atomic_load(&errors) == 0)
+        for (; started < nthreads; started++)
+            if (pthread_create(&th[started], NULL, teller_main, &tellers[started]) != 0) {
+                atomic_fetch_add(&errors, 1);
+                break;
+            }
+    for (int k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+
+    /* The checks, on the server. */
+    long long total = 0;
+    int negative = 0, unreadable = 0;
+    printf("balances:");
+    for (int a = 0; a < naccounts; a++) {
+        long b = 0;
+        if (get_balance(a, &b, NULL) != ZOK) {
+            unreadable++;
+            continue;
+        }
+        printf(" %ld", b);
+        total += b;
+        if (b < 0)
+            negative++;
+    }
+    printf("\n");
+    int lock_nodes = 0;
+    for (int a = 0; a < naccounts; a++) {
+        struct String_vector kids = {0, NULL};
+        zrc = zoo_get_children(data_zh, lock_path[a], 0, &kids);
+        if (zrc == ZOK)
+            lock_nodes += kids.count;
+        else if (zrc != ZNONODE)
+            unreadable++;
+        deallocate_String_vector(&kids);
+    }
+    for (int k = 0; k < opened; k++) {
+        printf("teller %d: %d transfers, %d skipped (not enough money), %d timeouts\n", tellers[k].id,
+               tellers[k].made, tellers[k].skipped, tellers[k].timeouts);
+        teller_close(&tellers[k]);
+    }
+    delete_tree(data_zh, base);
+    zookeeper_close(data_zh);
+
+    printf("transfers: %d (moved %lld in all), skipped: %d, timeouts: %d, errors: %d, violations: %d\n",
+           atomic_load(&done_transfers), (long long)atomic_load(&moved), atomic_load(&skipped),
+           atomic_load(&timeouts), atomic_load(&errors), atomic_load(&violations));
+    printf("total before: %lld, total after: %lld, negative balances: %d, lock nodes left: %d\n", total_before,
+           total, negative, lock_nodes);
+    int ok = total == total_before && negative == 0 && unreadable == 0 && lock_nodes == 0 &&
+             atomic_load(&violations) == 0 && atomic_load(&errors) == 0 && atomic_load(&done_transfers) > 0;
+    printf("CHECK %s: total unchanged, no negative balance, no lock node left, no account held twice\n",
+           ok ? "OK" : "FAILED");
+    return ok ? 0 : 1;
+}

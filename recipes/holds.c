@@ -16,17 +16,31 @@ zkr__hold_t *zkr__holds_mine_locked(zkr__holds_t *hs)
     return NULL;
 }
 
-int zkr__holds_reenter(zkr__holds_t *hs, int *rc)
+int zkr__holds_reenter(zkr__holds_t *hs, zkr_client_t *c, int *rc)
 {
     pthread_mutex_lock(hs->mu);
     zkr__hold_t *h = zkr__holds_mine_locked(hs);
     if (h) {
-        *rc = h->count == INT_MAX ? ZKR_EBUSY : ZKR_OK;
-        if (*rc == ZKR_OK)
+        if (zkr__node_hold_state(c, &h->node) == ZKR_HOLD_LOST)
+            *rc = ZKR_ELOST; /* never grant on a hold that is gone */
+        else if (h->count == INT_MAX)
+            *rc = ZKR_EBUSY;
+        else {
+            *rc = ZKR_OK;
             h->count++;
+        }
     }
     pthread_mutex_unlock(hs->mu);
     return h != NULL;
+}
+
+int zkr__holds_mine_alive(zkr__holds_t *hs, zkr_client_t *c)
+{
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    int alive = h && zkr__node_hold_state(c, &h->node) != ZKR_HOLD_LOST;
+    pthread_mutex_unlock(hs->mu);
+    return alive;
 }
 
 void zkr__holds_add(zkr__holds_t *hs, zkr__hold_t *h)

@@ -23,9 +23,14 @@ typedef struct zkr__holds {
 /* The calling thread's hold, or NULL.  Caller holds *hs->mu. */
 zkr__hold_t *zkr__holds_mine_locked(zkr__holds_t *hs);
 
-/* If the calling thread holds it, count + 1 and return 1 (ZKR_EBUSY is
- * returned through *rc on overflow); else 0.  Takes *hs->mu itself. */
-int zkr__holds_reenter(zkr__holds_t *hs, int *rc);
+/* If the calling thread has a hold, return 1 with *rc: ZKR_OK (count + 1),
+ * ZKR_ELOST (the hold was lost with its session: nothing granted; release
+ * it first) or ZKR_EBUSY (count overflow).  0 if it has none.  Takes
+ * *hs->mu itself. */
+int zkr__holds_reenter(zkr__holds_t *hs, zkr_client_t *c, int *rc);
+
+/* 1 if the calling thread has a hold that is not LOST. */
+int zkr__holds_mine_alive(zkr__holds_t *hs, zkr_client_t *c);
 
 /* Record a new hold for the calling thread (count 1).  Takes the mutex. */
 void zkr__holds_add(zkr__holds_t *hs, zkr__hold_t *h);

@@ -148,7 +148,7 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         return ZKR_EINVAL;
     int64_t deadline = zkr__deadline(timeout_ms);
     int rc = ZKR_OK;
-    if (zkr__holds_reenter(&m->holds, &rc))
+    if (zkr__holds_reenter(&m->holds, m->c, &rc))
         return rc;
     pthread_mutex_lock(&m->mu);
     zkr_revoke_fn rfn = m->revoke_fn;
@@ -206,12 +206,7 @@ int zkr_mutex_release(zkr_mutex_t *m)
 
 int zkr_mutex_is_held(zkr_mutex_t *m)
 {
-    if (!m)
-        return 0;
-    pthread_mutex_lock(&m->mu);
-    int held = zkr__holds_mine_locked(&m->holds) != NULL;
-    pthread_mutex_unlock(&m->mu);
-    return held;
+    return m ? zkr__holds_mine_alive(&m->holds, m->c) : 0;
 }
 
 int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)

@@ -115,10 +115,11 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
     int64_t deadline = zkr__deadline(timeout_ms);
     zkr__holds_t *mine = writer ? &l->writes : &l->reads;
     int rc = ZKR_OK;
-    if (zkr__holds_reenter(mine, &rc))
+    if (zkr__holds_reenter(mine, l->c, &rc))
         return rc;
 
     char *write_path = NULL;
+    int64_t write_session = 0;
     pthread_mutex_lock(&l->mu);
     zkr__hold_t *wh = zkr__holds_mine_locked(&l->writes);
     zkr__hold_t *rh = zkr__holds_mine_locked(&l->reads);
@@ -128,6 +129,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
     }
     if (!writer && wh) {
         write_path = strdup(wh->node.path);
+        write_session = wh->node.session;
         if (!write_path) {
             pthread_mutex_unlock(&l->mu);
             return ZKR_ENOMEM;
@@ -154,6 +156,13 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
         if (rc == ZKR_OK)
             rc = zkr__node_create(l->c, l->path, READ_MARKER, name, ZOO_EPHEMERAL, "", 0, deadline, &h->node,
                                   NULL);
+        /* Only the session that owns the write node may stand in its
+         * place: if that session is gone, so is the write lock, and another
+         * writer may hold it now. */
+        if (rc == ZKR_OK && h->node.session != write_session) {
+            zkr__node_delete(l->c, &h->node);
+            rc = ZKR_ESESSIONLOST;
+        }
     } else {
         rc = zkr__queue_acquire(l->c, l->path, writer ? &write_driver : &read_driver, "", 0, deadline, &h->node);
     }
@@ -209,10 +218,7 @@ int zkr_rwlock_write_release(zkr_rwlock_t *l)
 
 static int is_held(zkr_rwlock_t *l, zkr__holds_t *hs)
 {
-    pthread_mutex_lock(&l->mu);
-    int held = zkr__holds_mine_locked(hs) != NULL;
-    pthread_mutex_unlock(&l->mu);
-    return held;
+    return zkr__holds_mine_alive(hs, l->c);
 }
 
 int zkr_rwlock_read_is_held(zkr_rwlock_t *l)

@@ -435,7 +435,7 @@ int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m)
     if (!m)
         return 0;
     pthread_mutex_lock(&m->mu);
-    int held = m->lease != NULL;
+    int held = m->lease != NULL && zkr_lease_hold_state(m->lease) != ZKR_HOLD_LOST;
     pthread_mutex_unlock(&m->mu);
     return held;
 }

@@ -1,3 +1,681 @@
+/* zkr_lock_* (the common lock interface) and zkr_multilock against a real
+ * server: all-or-nothing acquire over mixed kinds, one deadline for the
+ * whole acquire, release in reverse order that releases every part and
+ * reports the first error, and bad arguments. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "tests/harness/zkr_test.h"
-static void add_suites(void) {}
-int main(void) { return zkt_main("placeholder", add_suites); }
+
+#define SESSION_MS 4000
+#define LONG_WAIT_MS 30000
+#define POLL_MS 15000
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+/* "<dir>/<leaf>" in buf. */
+static const char *join(char *buf, size_t len, const char *dir, const char *leaf)
+{
+    snprintf(buf, len, "%s/%s", dir, leaf);
+    return buf;
+}
+
+/* Children of a semaphore mutex's lease and lock directories together. */
+static int smutex_nodes(zhandle_t *zh, const char *path)
+{
+    char b[256];
+    int leases = zkt_count_children(zh, join(b, sizeof b, path, "leases"));
+    int locks = zkt_count_children(zh, join(b, sizeof b, path, "locks"));
+    return (leases < 0 || locks < 0) ? -1 : leases + locks;
+}
+
+/* Another client can take the part at once (one try), then lets it go. */
+static int free_for_others(zkr_lock_ref_t other)
+{
+    int rc = zkr_lock_acquire(other, 0);
+    if (rc == ZKR_OK)
+        CU_ASSERT_EQUAL(zkr_lock_release(other), ZKR_OK);
+    return rc == ZKR_OK;
+}
+
+static void noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+typedef struct session_change {
+    zkr_client_t *c;
+    int64_t old;
+} session_change_t;
+
+static int new_session_cond(void *arg)
+{
+    session_change_t *s = arg;
+    int64_t id = 0;
+    return zkr_client_session(s->c, &id, NULL) == ZKR_OK && id != s->old && zkr_client_is_connected(s->c);
+}
+
+/* End c's session from outside: a second handle on the same session,
+ * closed, makes the server expire it.  If c reconnects while that handle
+ * is connecting, the session moves back to c and the close may never be
+ * sent (the handle is no longer connected): try again (bounded). */
+static void expire_session(zkr_client_t *c)
+{
+    clientid_t cid;
+    memset(&cid, 0, sizeof cid);
+    CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &cid.client_id, cid.passwd), ZKR_OK);
+    session_change_t s = {c, cid.client_id};
+    for (int attempt = 1; attempt <= 5; attempt++) {
+        zhandle_t *zh = zookeeper_init(zkt_hosts(), noop_watcher, SESSION_MS, &cid, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+        for (int i = 0; i < 400 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+            zkt_sleep_ms(25);
+        int connected = zoo_state(zh) == ZOO_CONNECTED_STATE;
+        zookeeper_close(zh);
+        if (zkt_wait_for(new_session_cond, &s, 20000))
+            return;
+        printf("\n    expire attempt %d: handle %s, client state %s ", attempt,
+               connected ? "connected" : "not connected", zkr_state_name(zkr_client_state(c)));
+    }
+    CU_FAIL_FATAL("could not end the session");
+}
+
+/* ---- the common interface on each kind -------------------------------------------- */
+
+static void check_kind(zkr_lock_ref_t r, zkr_lock_ref_t other, const char *kind)
+{
+    CU_ASSERT_STRING_EQUAL(zkr_lock_kind(r), kind);
+    CU_ASSERT_EQUAL(zkr_lock_is_held(r), 0);
+    int64_t tok = 0, tok2 = 0;
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_lock_release(r), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL_FATAL(zkr_lock_acquire(r, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_is_held(r), 1);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_OK);
+    CU_ASSERT_TRUE(tok > 0);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, NULL), ZKR_EINVAL);
+    /* Somebody else (another client) is excluded, except reader by reader. */
+    if (strcmp(kind, "read") == 0) {
+        CU_ASSERT_EQUAL(zkr_lock_acquire(other, 0), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_lock_release(other), ZKR_OK);
+    } else {
+        CU_ASSERT_EQUAL(zkr_lock_acquire(other, 200), ZKR_ETIMEDOUT);
+    }
+    CU_ASSERT_EQUAL(zkr_lock_release(r), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_is_held(r), 0);
+    CU_ASSERT_EQUAL(zkr_lock_release(r), ZKR_ENOTOWNER);
+    /* The next holder's token is larger. */
+    CU_ASSERT_EQUAL_FATAL(zkr_lock_acquire(other, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(other, &tok2), ZKR_OK);
+    CU_ASSERT_TRUE(tok2 > tok);
+    CU_ASSERT_EQUAL(zkr_lock_release(other), ZKR_OK);
+}
+
+static void test_lock_interface(void)
+{
+    char pm[128], ps[128], pr[128];
+    zkt_path("ml-if-mutex", pm, sizeof pm);
+    zkt_path("ml-if-smutex", ps, sizeof ps);
+    zkt_path("ml-if-rw", pr, sizeof pr);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    zkr_mutex_t *m, *mo;
+    zkr_semaphore_mutex_t *s, *so;
+    zkr_rwlock_t *l, *lo;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, pm), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mo, o, pm), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&s, c, ps), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&so, o, ps), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l, c, pr), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&lo, o, pr), ZKR_OK);
+
+    check_kind(zkr_mutex_ref(m), zkr_mutex_ref(mo), "mutex");
+    check_kind(zkr_semaphore_mutex_ref(s), zkr_semaphore_mutex_ref(so), "semaphore-mutex");
+    check_kind(zkr_rwlock_read_ref(l), zkr_rwlock_read_ref(lo), "read");
+    check_kind(zkr_rwlock_write_ref(l), zkr_rwlock_write_ref(lo), "write");
+    /* A reader excludes a writer through the interface too. */
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_read_ref(l), 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_write_ref(lo), 200), ZKR_ETIMEDOUT);
+    /* ... and the upgrade refusal comes through unchanged. */
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_write_ref(l), 5000), ZKR_EDEADLK);
+    CU_ASSERT_EQUAL(zkr_lock_release(zkr_rwlock_read_ref(l)), ZKR_OK);
+
+    /* The interface's token is the kind's own. */
+    int64_t a = 0, b = 0;
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_mutex_ref(m), 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(zkr_mutex_ref(m), &a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &b), ZKR_OK);
+    CU_ASSERT_EQUAL(a, b);
+    CU_ASSERT_EQUAL(zkr_lock_release(zkr_mutex_ref(m)), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_semaphore_mutex_ref(s), 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(zkr_semaphore_mutex_ref(s), &a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(s, &b), ZKR_OK);
+    CU_ASSERT_EQUAL(a, b);
+    CU_ASSERT_EQUAL(zkr_lock_release(zkr_semaphore_mutex_ref(s)), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_write_ref(l), 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(zkr_rwlock_write_ref(l), &a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_fencing_token(l, &b), ZKR_OK);
+    CU_ASSERT_EQUAL(a, b);
+    CU_ASSERT_EQUAL(zkr_lock_release(zkr_rwlock_write_ref(l)), ZKR_OK);
+
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 0);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, ps), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pr), 0);
+
+    zkr_mutex_free(m);
+    zkr_mutex_free(mo);
+    zkr_semaphore_mutex_free(s);
+    zkr_semaphore_mutex_free(so);
+    zkr_rwlock_free(l);
+    zkr_rwlock_free(lo);
+    zkr_client_close(c);
+    zkr_client_close(o);
+    zkt_raw_close(raw);
+}
+
+static void check_bad_ref(zkr_lock_ref_t r)
+{
+    int64_t tok = 0;
+    CU_ASSERT_EQUAL(zkr_lock_acquire(r, 0), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(r, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lock_release(r), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lock_is_held(r), 0);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, NULL), ZKR_EINVAL);
+    CU_ASSERT_STRING_EQUAL(zkr_lock_kind(r), "invalid");
+}
+
+static void test_bad_arguments(void)
+{
+    zkr_lock_ref_t zero;
+    memset(&zero, 0, sizeof zero);
+    check_bad_ref(zero);
+    check_bad_ref(zkr_mutex_ref(NULL));
+    check_bad_ref(zkr_semaphore_mutex_ref(NULL));
+    check_bad_ref(zkr_rwlock_read_ref(NULL));
+    check_bad_ref(zkr_rwlock_write_ref(NULL));
+
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    char p[128];
+    zkr_mutex_t *m;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, zkt_path("ml-bad", p, sizeof p)), ZKR_OK);
+    /* A real object with an ops pointer that is not one of ours; a real
+     * ops pointer with no object. */
+    int not_ops = 0;
+    zkr_lock_ref_t forged = {&not_ops, m};
+    check_bad_ref(forged);
+    zkr_lock_ref_t no_obj = zkr_mutex_ref(m);
+    no_obj.obj = NULL;
+    check_bad_ref(no_obj);
+
+    zkr_lock_ref_t good = zkr_mutex_ref(m);
+    zkr_lock_ref_t parts[3] = {good, zero, good};
+    zkr_multilock_t *ml = (zkr_multilock_t *)0x1;
+    CU_ASSERT_EQUAL(zkr_multilock_new(NULL, parts, 1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, NULL, 1), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(ml);
+    ml = (zkr_multilock_t *)0x1;
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, parts, 0), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(ml);
+    ml = (zkr_multilock_t *)0x1;
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, parts, 3), ZKR_EINVAL); /* parts[1] invalid */
+    CU_ASSERT_PTR_NULL(ml);
+    parts[1] = zkr_rwlock_write_ref(NULL);
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, parts, 3), ZKR_EINVAL);
+    parts[1] = forged;
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, parts, 3), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(NULL, 0), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(NULL, 1000), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_multilock_release(NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(NULL), 0);
+    zkr_multilock_free(NULL);
+
+    /* One valid part is fine, and is not held until acquired. */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 1);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+    zkr_multilock_free(ml);
+
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+}
+
+/* ---- all or nothing ------------------------------------------------------------------ */
+
+typedef struct trio {
+    char pa[128], pb[128], pc[128];
+    zkr_mutex_t *a;
+    zkr_rwlock_t *b;
+    zkr_semaphore_mutex_t *c;
+} trio_t;
+
+static void trio_new(trio_t *t, zkr_client_t *c, const char *name)
+{
+    char n[64];
+    snprintf(n, sizeof n, "%s-a", name);
+    zkt_path(n, t->pa, sizeof t->pa);
+    snprintf(n, sizeof n, "%s-b", name);
+    zkt_path(n, t->pb, sizeof t->pb);
+    snprintf(n, sizeof n, "%s-c", name);
+    zkt_path(n, t->pc, sizeof t->pc);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&t->a, c, t->pa), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&t->b, c, t->pb), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&t->c, c, t->pc), ZKR_OK);
+}
+
+/* The same three locks through other objects (another client). */
+static void trio_same(trio_t *t, const trio_t *of, zkr_client_t *c)
+{
+    memcpy(t->pa, of->pa, sizeof t->pa);
+    memcpy(t->pb, of->pb, sizeof t->pb);
+    memcpy(t->pc, of->pc, sizeof t->pc);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&t->a, c, t->pa), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&t->b, c, t->pb), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&t->c, c, t->pc), ZKR_OK);
+}
+
+static void trio_free(trio_t *t)
+{
+    zkr_mutex_free(t->a);
+    zkr_rwlock_free(t->b);
+    zkr_semaphore_mutex_free(t->c);
+}
+
+static void test_all_or_nothing(void)
+{
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    trio_t t, u;
+    trio_new(&t, c, "ml-aon");
+    trio_same(&u, &t, o);
+
+    /* The other client holds B (write). */
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(u.b, 5000), ZKR_OK);
+
+    /* Two orders: B last (A and C are taken, then given back) and B in
+     * the middle (A taken and given back, C never tried). */
+    zkr_lock_ref_t orders[2][3] = {
+        {zkr_mutex_ref(t.a), zkr_semaphore_mutex_ref(t.c), zkr_rwlock_write_ref(t.b)},
+        {zkr_mutex_ref(t.a), zkr_rwlock_write_ref(t.b), zkr_semaphore_mutex_ref(t.c)},
+    };
+    for (int k = 0; k < 2; k++) {
+        zkr_multilock_t *ml;
+        CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, orders[k], 3), ZKR_OK);
+        int64_t t0 = zkt_now_ms();
+        CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 500), ZKR_ETIMEDOUT);
+        CU_ASSERT_TRUE(zkt_now_ms() - t0 >= 450);
+        CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+        for (int i = 0; i < 3; i++)
+            CU_ASSERT_EQUAL(zkr_lock_is_held(orders[k][i]), 0);
+        /* None of our nodes is left: only the other client's write node. */
+        CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+        CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 1);
+        CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+        /* A and C are free for another client at once. */
+        CU_ASSERT_TRUE(free_for_others(zkr_mutex_ref(u.a)));
+        CU_ASSERT_TRUE(free_for_others(zkr_semaphore_mutex_ref(u.c)));
+        /* A single try (timeout 0) fails the same way. */
+        CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 0), ZKR_ETIMEDOUT);
+        CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+        CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 1);
+        CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+        zkr_multilock_free(ml);
+    }
+
+    /* The other client lets B go: now everything is taken, all at once. */
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(u.b), ZKR_OK);
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, orders[0], 3), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 1);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 1); /* the lease; the locks/ mutex is released */
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_mutex_ref(u.a), 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_read_ref(u.b), 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_semaphore_mutex_ref(u.c), 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 0);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+    zkr_multilock_free(ml);
+
+    trio_free(&t);
+    trio_free(&u);
+    zkr_client_close(c);
+    zkr_client_close(o);
+    zkt_raw_close(raw);
+}
+
+/* A part that can never be granted (an upgrade) fails the whole acquire
+ * with its own code, and what was taken is given back. */
+static void test_part_error_code(void)
+{
+    char p[128];
+    zkt_path("ml-edeadlk", p, sizeof p);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_rwlock_t *l;
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l, c, p), ZKR_OK);
+    zkr_lock_ref_t parts[2] = {zkr_rwlock_read_ref(l), zkr_rwlock_write_ref(l)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 5000), ZKR_EDEADLK);
+    CU_ASSERT_FALSE(zkr_rwlock_read_is_held(l));
+    CU_ASSERT_FALSE(zkr_rwlock_write_is_held(l));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
+    zkr_multilock_free(ml);
+
+    /* The other way round is a downgrade: granted. */
+    zkr_lock_ref_t down[2] = {zkr_rwlock_write_ref(l), zkr_rwlock_read_ref(l)};
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, down, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 2);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
+    zkr_multilock_free(ml);
+
+    zkr_rwlock_free(l);
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
+/* ---- one deadline for the whole acquire ---------------------------------------------- */
+
+typedef struct holder {
+    zkr_mutex_t *m;
+    int hold_ms;        /* how long to hold after `go` */
+    atomic_int held;    /* 1 once the mutex is held */
+    atomic_int go;      /* set by the test when its clock starts */
+    atomic_int rc;
+    atomic_int release_rc;
+} holder_t;
+
+static void *holder_main(void *p)
+{
+    holder_t *h = p;
+    int rc = zkr_mutex_acquire(h->m, 5000);
+    atomic_store(&h->rc, rc);
+    if (rc != ZKR_OK)
+        return NULL;
+    atomic_store(&h->held, 1);
+    for (int i = 0; i < LONG_WAIT_MS / 5 && !atomic_load(&h->go); i++)
+        zkt_sleep_ms(5);
+    zkt_sleep_ms(h->hold_ms);
+    atomic_store(&h->release_rc, zkr_mutex_release(h->m));
+    return NULL;
+}
+
+static int held_cond(void *arg)
+{
+    holder_t *h = arg;
+    return atomic_load(&h->held) || atomic_load(&h->rc) != 1;
+}
+
+static void holder_start(holder_t *h, pthread_t *t, zkr_mutex_t *m, int hold_ms)
+{
+    memset(h, 0, sizeof *h);
+    h->m = m;
+    h->hold_ms = hold_ms;
+    atomic_store(&h->rc, 1);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(t, NULL, holder_main, h), 0);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_for(held_cond, h, LONG_WAIT_MS));
+    CU_ASSERT_EQUAL_FATAL(atomic_load(&h->rc), ZKR_OK);
+}
+
+static void test_single_deadline(void)
+{
+    char p1[128], p2[128], p3[128];
+    zkt_path("ml-deadline-1", p1, sizeof p1);
+    zkt_path("ml-deadline-2", p2, sizeof p2);
+    zkt_path("ml-deadline-3", p3, sizeof p3);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    zkr_mutex_t *m1, *m2, *m3, *o2, *o3;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m1, c, p1), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, c, p2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m3, c, p3), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&o2, o, p2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&o3, o, p3), ZKR_OK);
+    zkr_lock_ref_t parts[3] = {zkr_mutex_ref(m1), zkr_mutex_ref(m2), zkr_mutex_ref(m3)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+
+    /* Part 1 free; part 2 held elsewhere and let go after ~400 ms; part 3
+     * held elsewhere for good.  Part 3 gets only what is left of the one
+     * deadline: ~1000 ms in all, not 400 + 1000. */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(o3, 5000), ZKR_OK);
+    holder_t h;
+    pthread_t ht;
+    holder_start(&h, &ht, o2, 400);
+    atomic_store(&h.go, 1);
+    int64_t t0 = zkt_now_ms();
+    int rc = zkr_multilock_acquire(ml, 1000);
+    int64_t took = zkt_now_ms() - t0;
+    pthread_join(ht, NULL);
+    printf("\n    timed out after %lld ms ", (long long)took);
+    CU_ASSERT_EQUAL(rc, ZKR_ETIMEDOUT);
+    CU_ASSERT_TRUE(took >= 950);
+    CU_ASSERT_TRUE(took < 1900);
+    CU_ASSERT_EQUAL(atomic_load(&h.release_rc), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m1));
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m2));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p1), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p2), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p3), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_release(o3), ZKR_OK);
+
+    /* Within the deadline, waiting for a part is fine: part 2 is let go
+     * after ~400 ms, part 3 is free. */
+    holder_start(&h, &ht, o2, 400);
+    atomic_store(&h.go, 1);
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 10000), ZKR_OK);
+    pthread_join(ht, NULL);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 1);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+
+    /* Timeout < 0 (forever) with everything free. */
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, ZKR_WAIT_FOREVER), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p1), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p2), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p3), 0);
+
+    zkr_multilock_free(ml);
+    zkr_mutex_free(m1);
+    zkr_mutex_free(m2);
+    zkr_mutex_free(m3);
+    zkr_mutex_free(o2);
+    zkr_mutex_free(o3);
+    zkr_client_close(c);
+    zkr_client_close(o);
+    zkt_raw_close(raw);
+}
+
+/* ---- release: reverse order, every part, first error ------------------------------------ */
+
+#define MAX_EVENTS 8
+
+typedef struct deletions {
+    pthread_mutex_t mu;
+    char *path[MAX_EVENTS];
+    int n;
+} deletions_t;
+
+static void deletion_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)state;
+    deletions_t *d = ctx;
+    if (type != ZOO_DELETED_EVENT || !path)
+        return;
+    pthread_mutex_lock(&d->mu);
+    if (d->n < MAX_EVENTS)
+        d->path[d->n++] = strdup(path);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int deletions_cond(void *arg)
+{
+    deletions_t *d = arg;
+    pthread_mutex_lock(&d->mu);
+    int n = d->n;
+    pthread_mutex_unlock(&d->mu);
+    return n >= 3;
+}
+
+/* The one child of dir as a full path in buf. */
+static int only_child(zhandle_t *zh, const char *dir, char *buf, size_t len)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    int ok = sv.count == 1;
+    if (ok)
+        snprintf(buf, len, "%s/%s", dir, sv.data[0]);
+    deallocate_String_vector(&sv);
+    return ok;
+}
+
+static void test_release_reverse_order(void)
+{
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    trio_t t;
+    trio_new(&t, c, "ml-order");
+    zkr_lock_ref_t parts[3] = {zkr_mutex_ref(t.a), zkr_rwlock_write_ref(t.b), zkr_semaphore_mutex_ref(t.c)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+
+    /* Acquired in the given order: the fencing tokens (czxids) grow. */
+    int64_t tok[3];
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(zkr_lock_fencing_token(parts[i], &tok[i]), ZKR_OK);
+    CU_ASSERT_TRUE(tok[0] < tok[1]);
+    CU_ASSERT_TRUE(tok[1] < tok[2]);
+
+    /* Watch the three nodes; the deletions reach us in commit order. */
+    char na[256], nb[256], nc[256], leases[256];
+    CU_ASSERT_TRUE_FATAL(only_child(raw, t.pa, na, sizeof na));
+    CU_ASSERT_TRUE_FATAL(only_child(raw, t.pb, nb, sizeof nb));
+    CU_ASSERT_TRUE_FATAL(only_child(raw, join(leases, sizeof leases, t.pc, "leases"), nc, sizeof nc));
+    deletions_t d;
+    memset(&d, 0, sizeof d);
+    pthread_mutex_init(&d.mu, NULL);
+    struct Stat st;
+    CU_ASSERT_EQUAL(zoo_wexists(raw, na, deletion_watcher, &d, &st), ZOK);
+    CU_ASSERT_EQUAL(zoo_wexists(raw, nb, deletion_watcher, &d, &st), ZOK);
+    CU_ASSERT_EQUAL(zoo_wexists(raw, nc, deletion_watcher, &d, &st), ZOK);
+
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(deletions_cond, &d, POLL_MS));
+    pthread_mutex_lock(&d.mu);
+    CU_ASSERT_EQUAL(d.n, 3);
+    if (d.n == 3) {
+        CU_ASSERT_STRING_EQUAL(d.path[0], nc);
+        CU_ASSERT_STRING_EQUAL(d.path[1], nb);
+        CU_ASSERT_STRING_EQUAL(d.path[2], na);
+    }
+    for (int i = 0; i < d.n; i++)
+        free(d.path[i]);
+    pthread_mutex_unlock(&d.mu);
+    pthread_mutex_destroy(&d.mu);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(zkr_lock_is_held(parts[i]), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 0);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+
+    zkr_multilock_free(ml);
+    trio_free(&t);
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
+static void test_release_partial_failure(void)
+{
+    zhandle_t *raw = zkt_raw();
+    /* A and B on one client, C on a client whose session we will end. */
+    zkr_client_t *c1 = zkt_client(SESSION_MS), *c2 = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    trio_t t, u;
+    trio_new(&t, c1, "ml-partial");
+    zkr_semaphore_mutex_free(t.c);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&t.c, c2, t.pc), ZKR_OK);
+    trio_same(&u, &t, o);
+    zkr_lock_ref_t parts[3] = {zkr_mutex_ref(t.a), zkr_rwlock_write_ref(t.b), zkr_semaphore_mutex_ref(t.c)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+
+    /* B released behind the multi-lock's back: its release says
+     * ENOTOWNER, and A and C are released all the same. */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(t.b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_ENOTOWNER);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(zkr_lock_is_held(parts[i]), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 0);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+    CU_ASSERT_TRUE(free_for_others(zkr_mutex_ref(u.a)));
+    CU_ASSERT_TRUE(free_for_others(zkr_rwlock_write_ref(u.b)));
+    CU_ASSERT_TRUE(free_for_others(zkr_semaphore_mutex_ref(u.c)));
+    /* Nothing is held any more: a second release is ENOTOWNER (first
+     * error of three) and harmless. */
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_ENOTOWNER);
+
+    /* Two failing parts with different codes: C's hold was lost with its
+     * session (ZKR_ELOST), B was released behind our back (ENOTOWNER).
+     * Release goes C, B, A: the first error is C's, and A is released. */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    expire_session(c2);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(t.b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_ELOST);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(zkr_lock_is_held(parts[i]), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pa), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, t.pb), 0);
+    CU_ASSERT_EQUAL(smutex_nodes(raw, t.pc), 0);
+    CU_ASSERT_TRUE(free_for_others(zkr_mutex_ref(u.a)));
+    CU_ASSERT_TRUE(free_for_others(zkr_rwlock_write_ref(u.b)));
+    CU_ASSERT_TRUE(free_for_others(zkr_semaphore_mutex_ref(u.c)));
+
+    /* The client of C works again on its new session. */
+    CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+
+    zkr_multilock_free(ml);
+    trio_free(&t);
+    trio_free(&u);
+    zkr_client_close(c1);
+    zkr_client_close(c2);
+    zkr_client_close(o);
+    zkt_raw_close(raw);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("lock interface", NULL, NULL);
+    CU_add_test(s, "bad references and bad arguments", test_bad_arguments);
+    CU_add_test(s, "zkr_lock_* on every kind", test_lock_interface);
+    CU_pSuite m = CU_add_suite("multilock", NULL, NULL);
+    CU_add_test(m, "all or nothing over mixed kinds", test_all_or_nothing);
+    CU_add_test(m, "a part's own error code, rollback", test_part_error_code);
+    CU_add_test(m, "one deadline covers the whole acquire", test_single_deadline);
+    CU_add_test(m, "release in reverse order", test_release_reverse_order);
+    CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
+}
+
+int main(void)
+{
+    return zkt_main("multilock", add_suites);
+}

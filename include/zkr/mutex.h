@@ -44,6 +44,8 @@ ZKR_EXTERN int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *pat
  *   ZKR_EINVAL        m NULL
  *   ZKR_ETIMEDOUT     not acquired in time (our node is deleted)
  *   ZKR_ESESSIONLOST  the session was lost while waiting (nothing left behind)
+ *   ZKR_ELOST         the calling thread's earlier hold was lost with its
+ *                     session: nothing is granted; release it first
  *   ZKR_ECLOSED       the client is closing
  *   ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER */
 ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms);
@@ -55,7 +57,8 @@ ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms);
  * lost with its session; the local hold is cleared). */
 ZKR_EXTERN int zkr_mutex_release(zkr_mutex_t *m);
 
-/* 1 if the calling thread holds `m`, 0 otherwise (or m NULL). */
+/* 1 if the calling thread holds `m` (and the hold is not LOST), 0
+ * otherwise (or m NULL). */
 ZKR_EXTERN int zkr_mutex_is_held(zkr_mutex_t *m);
 
 /* Hold notifications: fn is told (on the client's thread) when a hold of

@@ -44,7 +44,9 @@ ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *p
 
 /* Acquire the read lock (timeout as everywhere: < 0 forever, 0 one try).
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT (nothing left behind),
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM,
+ * ZKR_ESESSIONLOST (lost while waiting, or a downgrade on a write hold whose
+ * session is gone), ZKR_ELOST (the thread's earlier read hold was lost:
+ * release it first), ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM,
  * ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 
@@ -58,7 +60,7 @@ ZKR_EXTERN int zkr_rwlock_write_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 ZKR_EXTERN int zkr_rwlock_read_release(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_write_release(zkr_rwlock_t *l);
 
-/* 1 if the calling thread holds that half, else 0. */
+/* 1 if the calling thread holds that half (and it is not LOST), else 0. */
 ZKR_EXTERN int zkr_rwlock_read_is_held(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_write_is_held(zkr_rwlock_t *l);
 

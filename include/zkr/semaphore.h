@@ -123,7 +123,7 @@ ZKR_EXTERN int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t tim
  * ZKR_ENOTOWNER (this object does not hold it), ZKR_ELOST. */
 ZKR_EXTERN int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m);
 
-/* 1 if this object holds the mutex. */
+/* 1 if this object holds the mutex (and the hold is not LOST). */
 ZKR_EXTERN int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m);
 
 /* Fencing token of the current hold.  Returns ZKR_OK, ZKR_EINVAL,

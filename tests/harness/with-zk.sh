@@ -14,7 +14,13 @@ esac
 
 run() {
     if [ "${ZKR_VALGRIND:-0}" = 1 ]; then
-        valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
+        # An uninstalled libtool program is a wrapper script: run valgrind
+        # through libtool, or it checks the shell and not the program.
+        local lt=
+        if head -c 2 "$prog" 2>/dev/null | grep -q '^#!' && [ -x "$(dirname "$prog")/../libtool" ]; then
+            lt="$(dirname "$prog")/../libtool --mode=execute"
+        fi
+        $lt valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite \
             --errors-for-leak-kinds=definite --track-origins=yes \
             --suppressions="$here/../valgrind.supp" "$prog" "$@"
     else
