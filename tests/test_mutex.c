@@ -1,7 +1,18 @@
-/* zkr_mutex against a real server: exclusion under threads and processes,
- * reentrancy, timeouts, herd effect, FIFO, killed holder, fencing tokens,
- * participants, revocation, bad arguments. */
+/* zkr_mutex (Curator InterProcessMutex) against a real server: mutual
+ * exclusion across threads, objects, sessions and processes; reentrancy;
+ * timeouts that leave nothing behind; no herd effect (checked on the
+ * server's own watch tables); FIFO; a SIGKILLed holder; fencing tokens;
+ * participants; revocation; bad arguments; several threads on one object.
+ *
+ * Threads never call CUnit: they record what happened and the main thread
+ * asserts after joining them.  Child processes are forked before the test
+ * opens any client or handle, open their own client, and report through
+ * their exit status and shared memory. */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <regex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,611 +24,1257 @@
 
 #include "tests/harness/zkr_test.h"
 
-#define SESSION_MS 4000
+#define SESSION_MS 10000
+#define LONG_WAIT_MS 60000   /* bound on any acquire that must succeed */
+#define POLL_MS 20000        /* bound on polling for a condition */
+#define CHILD_WAIT_MS 120000 /* bound on a child process */
 
-typedef struct count_arg {
+/* ---- small helpers -------------------------------------------------------------- */
+
+/* A client for code that must not use CUnit (threads of a forked child). */
+static zkr_client_t *plain_client(int session_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    return zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK ? c : NULL;
+}
+
+static zkr_mutex_t *new_mutex(zkr_client_t *c, const char *path)
+{
+    zkr_mutex_t *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    return m;
+}
+
+typedef struct kids_want {
     zhandle_t *zh;
     const char *path;
-    int want;
-} count_arg_t;
+    int n;
+} kids_want_t;
 
-static int count_is(void *p)
+static int kids_are(void *arg)
 {
-    count_arg_t *a = p;
-    return zkt_count_children(a->zh, a->path) == a->want;
+    kids_want_t *w = arg;
+    return zkt_count_children(w->zh, w->path) == w->n;
 }
 
-static int wait_children(zhandle_t *zh, const char *path, int want, int ms)
+/* Wait (bounded) until `path` has exactly n children. */
+static int wait_kids(zhandle_t *zh, const char *path, int n)
 {
-    count_arg_t a = {zh, path, want};
-    return zkt_wait_for(count_is, &a, ms);
+    kids_want_t w = {zh, path, n};
+    return zkt_wait_for(kids_are, &w, POLL_MS);
 }
 
-/* ---- mutual exclusion: threads and processes ----------------------------------- */
+static int flag_set(void *arg)
+{
+    return atomic_load((atomic_int *)arg) != 0;
+}
 
-typedef struct detector {
+typedef struct int_at_least {
+    atomic_int *v;
+    int n;
+} int_at_least_t;
+
+static int int_reached(void *arg)
+{
+    int_at_least_t *w = arg;
+    return atomic_load(w->v) >= w->n;
+}
+
+static int wait_atomic_at_least(atomic_int *v, int n, int ms)
+{
+    int_at_least_t w = {v, n};
+    return zkt_wait_for(int_reached, &w, ms);
+}
+
+static int64_t owner_of(zhandle_t *zh, const char *path)
+{
+    struct Stat st;
+    return zoo_exists(zh, path, 0, &st) == ZOK ? st.ephemeralOwner : -1;
+}
+
+/* ---- the server's watch tables ----------------------------------------------------- */
+
+/* Sessions listed under the exact path `path` in a wchp report (data
+ * watches; ZooKeeper's wchp/wchc/wchs never show children watches). */
+static int report_sessions(const char *report, const char *path, int64_t *out, int max)
+{
+    char *copy = strdup(report);
+    if (!copy)
+        return -1;
+    int n = 0, in = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/') {
+            in = strcmp(line, path) == 0;
+        } else if (in) {
+            char *x = strstr(line, "0x");
+            if (x) {
+                if (n < max)
+                    out[n] = (int64_t)strtoull(x + 2, NULL, 16);
+                n++;
+            }
+        }
+    }
+    free(copy);
+    return n;
+}
+
+/* Number of data watches on dir itself or on anything below it. */
+static int report_watches_under(const char *report, const char *dir)
+{
+    char *copy = strdup(report);
+    if (!copy)
+        return -1;
+    size_t dl = strlen(dir);
+    int n = 0, in = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/')
+            in = strncmp(line, dir, dl) == 0 && (line[dl] == '\0' || line[dl] == '/');
+        else if (in && strstr(line, "0x"))
+            n++;
+    }
+    free(copy);
+    return n;
+}
+
+static int watches_under(const char *dir)
+{
+    char *r = zkt_4lw("wchp");
+    if (!r)
+        return -1;
+    int n = report_watches_under(r, dir);
+    free(r);
+    return n;
+}
+
+/* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs. */
+static long long stat_value(const char *word, const char *key)
+{
+    char *r = zkt_4lw(word);
+    if (!r)
+        return -1;
+    long long v = -1;
+    size_t kl = strlen(key);
+    char *save = NULL;
+    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ':')) {
+            v = atoll(line + kl + 1);
+            break;
+        }
+    }
+    free(r);
+    return v;
+}
+
+/* Children watches on the whole server: every watch (mntr zk_watch_count)
+ * minus the data watches (wchs); -1 if it could not be told. */
+static long long children_watches(void)
+{
+    for (int i = 0; i < 5; i++) {
+        long long d1 = stat_value("wchs", "Total watches");
+        long long all = stat_value("mntr", "zk_watch_count");
+        long long d2 = stat_value("wchs", "Total watches");
+        if (d1 >= 0 && all >= 0 && d1 == d2)
+            return all - d1;
+    }
+    return -1;
+}
+
+/* ---- child processes ------------------------------------------------------------------ */
+
+/* Wait (bounded) for a child; its exit status, 128+signal, or -1 if it had
+ * to be killed. */
+static int wait_child(pid_t pid, int timeout_ms)
+{
+    int64_t end = zkt_now_ms() + timeout_ms;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (zkt_now_ms() >= end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        zkt_sleep_ms(20);
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+/* Read one byte within timeout_ms; the byte, or -1. */
+static int read_byte(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int64_t end = zkt_now_ms() + timeout_ms;
+    for (;;) {
+        int left = (int)(end - zkt_now_ms());
+        if (left < 0)
+            return -1;
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        unsigned char b;
+        ssize_t n = read(fd, &b, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 1 ? b : -1;
+    }
+}
+
+/* ---- mutual exclusion under contention -------------------------------------------------- */
+
+#define ST_OWN_THREADS 8
+#define ST_SHARED_THREADS 3
+#define ST_CHILDREN 2
+#define ST_THREAD_CYCLES 150
+#define ST_CHILD_CYCLES 200
+
+/* In a MAP_SHARED mapping made before fork: seen by threads and children. */
+typedef struct stress_shared {
     atomic_int inside;
     atomic_int overlaps;
-    atomic_int total;
+    atomic_int fence_violations;
     atomic_int errors;
-} detector_t;
+    atomic_int first_error;
+    atomic_llong last_token;
+    atomic_long counter; /* read, then written: lost updates show overlaps */
+    atomic_long cycles;
+} stress_shared_t;
 
-typedef struct hammer {
-    zkr_mutex_t *m;  /* shared object, or NULL to make one on c */
-    zkr_client_t *c;
-    const char *path;
-    int cycles;
-    detector_t *d;
-} hammer_t;
-
-static void hammer_run(hammer_t *h)
+static void stress_error(stress_shared_t *sh, int rc)
 {
-    zkr_mutex_t *m = h->m;
-    if (!m && zkr_mutex_new(&m, h->c, h->path) != ZKR_OK) {
-        atomic_fetch_add(&h->d->errors, 1);
-        return;
-    }
-    for (int i = 0; i < h->cycles; i++) {
-        if (zkr_mutex_acquire(m, 30000) != ZKR_OK) {
-            atomic_fetch_add(&h->d->errors, 1);
-            continue;
-        }
-        if (atomic_fetch_add(&h->d->inside, 1) != 0)
-            atomic_fetch_add(&h->d->overlaps, 1);
-        atomic_fetch_add(&h->d->total, 1);
-        atomic_fetch_sub(&h->d->inside, 1);
-        if (zkr_mutex_release(m) != ZKR_OK)
-            atomic_fetch_add(&h->d->errors, 1);
-    }
-    if (!h->m)
-        zkr_mutex_free(m);
+    int zero = 0;
+    atomic_fetch_add(&sh->errors, 1);
+    atomic_compare_exchange_strong(&sh->first_error, &zero, rc);
 }
 
-static void *hammer_thread(void *p)
+/* cycles acquire/check/release rounds on m; 0 if every call behaved. */
+static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles)
 {
-    hammer_run(p);
+    for (int i = 0; i < cycles; i++) {
+        int rc = zkr_mutex_acquire(m, LONG_WAIT_MS);
+        if (rc != ZKR_OK) {
+            stress_error(sh, rc);
+            return 1;
+        }
+        int64_t token = 0;
+        rc = zkr_mutex_fencing_token(m, &token);
+        if (rc != ZKR_OK || !zkr_mutex_is_held(m))
+            stress_error(sh, rc != ZKR_OK ? rc : -100);
+
+        if (atomic_fetch_add(&sh->inside, 1) != 0)
+            atomic_fetch_add(&sh->overlaps, 1);
+        if (token <= atomic_load(&sh->last_token))
+            atomic_fetch_add(&sh->fence_violations, 1);
+        atomic_store(&sh->last_token, token);
+        long v = atomic_load(&sh->counter);
+        sched_yield();
+        atomic_store(&sh->counter, v + 1);
+        atomic_fetch_add(&sh->cycles, 1);
+        atomic_fetch_sub(&sh->inside, 1);
+
+        rc = zkr_mutex_release(m);
+        if (rc != ZKR_OK) {
+            stress_error(sh, rc);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct stress_thread {
+    pthread_t tid;
+    stress_shared_t *sh;
+    zkr_mutex_t *m;
+    int cycles;
+    int failed;
+} stress_thread_t;
+
+static void *stress_thread_main(void *arg)
+{
+    stress_thread_t *t = arg;
+    t->failed = stress_cycles(t->sh, t->m, t->cycles);
     return NULL;
+}
+
+/* The body of a forked contender: waits for the go byte, then hammers. */
+static int stress_child(stress_shared_t *sh, const char *path, int go_fd)
+{
+    if (read_byte(go_fd, CHILD_WAIT_MS) != 'g')
+        return 10;
+    zkr_client_t *c = plain_client(SESSION_MS);
+    if (!c)
+        return 11;
+    zkr_mutex_t *m = NULL;
+    if (zkr_mutex_new(&m, c, path) != ZKR_OK) {
+        zkr_client_close(c);
+        return 12;
+    }
+    int failed = stress_cycles(sh, m, ST_CHILD_CYCLES);
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+    return failed ? 13 : 0;
 }
 
 static void test_mutual_exclusion(void)
 {
-    enum { OWN = 6, SHARED = 3, PROCS = 2, CYCLES = 200 };
-    char p[128];
-    zkt_path("exclusion", p, sizeof p);
-    /* The detector lives in shared memory so forked processes use it too. */
-    detector_t *d = mmap(NULL, sizeof *d, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CU_ASSERT_NOT_EQUAL_FATAL(d, MAP_FAILED);
-    memset(d, 0, sizeof *d);
+    char path[256];
+    zkt_path("stress", path, sizeof path);
+    stress_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_FATAL(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    int go[2];
+    CU_ASSERT_FATAL(pipe(go) == 0);
 
-    pid_t pids[PROCS];
-    for (int i = 0; i < PROCS; i++) {
+    /* Fork first: this process has no client or handle open yet. */
+    pid_t pids[ST_CHILDREN];
+    for (int i = 0; i < ST_CHILDREN; i++) {
+        fflush(NULL);
         pids[i] = fork();
+        CU_ASSERT_FATAL(pids[i] >= 0);
         if (pids[i] == 0) {
-            zkr_client_options_t o;
-            zkr_client_options_init(&o);
-            o.zk_log_level = 0;
-            zkr_client_t *c = NULL;
-            if (zkr_client_open(&c, zkt_hosts(), &o) != ZKR_OK)
-                _exit(2);
-            hammer_t h = {NULL, c, p, CYCLES, d};
-            hammer_run(&h);
-            zkr_client_close(c);
-            _exit(0);
+            close(go[1]);
+            _exit(stress_child(sh, path, go[0]));
         }
     }
-    zkr_client_t *clients[OWN + 1];
-    hammer_t hs[OWN + SHARED];
-    pthread_t ts[OWN + SHARED];
-    for (int i = 0; i <= OWN; i++)
-        clients[i] = zkt_client(SESSION_MS);
-    zkr_mutex_t *shared;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&shared, clients[OWN], p), ZKR_OK);
-    for (int i = 0; i < OWN + SHARED; i++) {
-        hs[i] = (hammer_t){i < OWN ? NULL : shared, clients[i < OWN ? i : OWN], p, CYCLES, d};
-        pthread_create(&ts[i], NULL, hammer_thread, &hs[i]);
+    close(go[0]);
+
+    zkr_client_t *own_c[ST_OWN_THREADS];
+    stress_thread_t th[ST_OWN_THREADS + ST_SHARED_THREADS];
+    memset(th, 0, sizeof th);
+    for (int i = 0; i < ST_OWN_THREADS; i++) {
+        own_c[i] = zkt_client(SESSION_MS);
+        th[i].m = new_mutex(own_c[i], path);
     }
-    for (int i = 0; i < OWN + SHARED; i++)
-        pthread_join(ts[i], NULL);
-    for (int i = 0; i < PROCS; i++) {
-        int st = 0;
-        waitpid(pids[i], &st, 0);
-        CU_ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    zkr_client_t *shared_c = zkt_client(SESSION_MS);
+    zkr_mutex_t *shared_m = new_mutex(shared_c, path);
+    for (int i = ST_OWN_THREADS; i < ST_OWN_THREADS + ST_SHARED_THREADS; i++)
+        th[i].m = shared_m;
+
+    int n = ST_OWN_THREADS + ST_SHARED_THREADS;
+    for (int i = 0; i < n; i++) {
+        th[i].sh = sh;
+        th[i].cycles = ST_THREAD_CYCLES;
+        CU_ASSERT_FATAL(pthread_create(&th[i].tid, NULL, stress_thread_main, &th[i]) == 0);
     }
-    CU_ASSERT_EQUAL(atomic_load(&d->overlaps), 0);
-    CU_ASSERT_EQUAL(atomic_load(&d->errors), 0);
-    CU_ASSERT_EQUAL(atomic_load(&d->total), (OWN + SHARED + PROCS) * CYCLES);
-    printf("\n    %d cycles, %d overlaps\n", atomic_load(&d->total), atomic_load(&d->overlaps));
-    zkr_mutex_free(shared);
-    for (int i = 0; i <= OWN; i++)
-        zkr_client_close(clients[i]);
-    zhandle_t *raw = zkt_raw();
-    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
-    zkt_raw_close(raw);
-    munmap(d, sizeof *d);
+    for (int i = 0; i < ST_CHILDREN; i++)
+        CU_ASSERT_EQUAL(write(go[1], "g", 1), 1);
+    close(go[1]);
+
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i].tid, NULL);
+        CU_ASSERT_EQUAL(th[i].failed, 0);
+    }
+    for (int i = 0; i < ST_CHILDREN; i++)
+        CU_ASSERT_EQUAL(wait_child(pids[i], CHILD_WAIT_MS), 0);
+
+    long expected = (long)n * ST_THREAD_CYCLES + (long)ST_CHILDREN * ST_CHILD_CYCLES;
+    CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
+    if (atomic_load(&sh->errors))
+        printf("\n  first error: %s\n", zkr_err_name(atomic_load(&sh->first_error)));
+    CU_ASSERT_EQUAL(atomic_load(&sh->overlaps), 0);
+    CU_ASSERT_EQUAL(atomic_load(&sh->fence_violations), 0);
+    CU_ASSERT_EQUAL(atomic_load(&sh->cycles), expected);
+    CU_ASSERT_EQUAL(atomic_load(&sh->counter), expected);
+    CU_ASSERT_EQUAL(atomic_load(&sh->inside), 0);
+
+    zkr_mutex_free(shared_m);
+    zkr_client_close(shared_c);
+    for (int i = 0; i < ST_OWN_THREADS; i++) {
+        zkr_mutex_free(th[i].m);
+        zkr_client_close(own_c[i]);
+    }
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
+    munmap(sh, sizeof *sh);
 }
 
-/* ---- reentrancy, ownership, timeouts --------------------------------------------- */
+/* ---- a call on another thread ---------------------------------------------------------- */
 
-typedef struct try_arg {
+typedef struct other_call {
     zkr_mutex_t *m;
-    int64_t timeout;
+    int64_t timeout_ms;
+    int acquire;   /* 1: acquire (then release if release_after); 0: release */
+    int release_after;
     int rc;
-    int release_rc;
-} try_arg_t;
+    int rc_release;
+    int held_seen;
+    atomic_int done;
+    char *node; /* our node while held (malloc'd) */
+    pthread_t tid;
+} other_call_t;
 
-/* Another thread tries (and releases if it got it). */
-static void *try_thread(void *p)
+static void *other_main(void *arg)
 {
-    try_arg_t *a = p;
-    a->rc = zkr_mutex_acquire(a->m, a->timeout);
-    a->release_rc = zkr_mutex_release(a->m);
+    other_call_t *o = arg;
+    if (o->acquire) {
+        o->rc = zkr_mutex_acquire(o->m, o->timeout_ms);
+        o->held_seen = zkr_mutex_is_held(o->m);
+        if (o->rc == ZKR_OK) {
+            zkr_mutex_node_path(o->m, &o->node);
+            atomic_store(&o->done, 1);
+            if (o->release_after)
+                o->rc_release = zkr_mutex_release(o->m);
+        }
+    } else {
+        o->held_seen = zkr_mutex_is_held(o->m);
+        o->rc = zkr_mutex_release(o->m);
+    }
+    atomic_store(&o->done, 1);
     return NULL;
 }
+
+static void other_start(other_call_t *o, zkr_mutex_t *m, int acquire, int64_t timeout_ms, int release_after)
+{
+    memset(o, 0, sizeof *o);
+    o->m = m;
+    o->acquire = acquire;
+    o->timeout_ms = timeout_ms;
+    o->release_after = release_after;
+    o->rc = 1;
+    o->rc_release = 1;
+    CU_ASSERT_FATAL(pthread_create(&o->tid, NULL, other_main, o) == 0);
+}
+
+static void other_join(other_call_t *o)
+{
+    pthread_join(o->tid, NULL);
+}
+
+/* Release from a thread that does not hold m: its result. */
+static int release_elsewhere(zkr_mutex_t *m, int *held_there)
+{
+    other_call_t o;
+    other_start(&o, m, 0, 0, 0);
+    other_join(&o);
+    *held_there = o.held_seen;
+    return o.rc;
+}
+
+/* ---- reentrancy --------------------------------------------------------------------------- */
 
 static void test_reentrancy(void)
 {
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    char p[128];
-    zkt_path("reentrant", p, sizeof p);
-    zkr_mutex_t *ma, *mb;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_EQUAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    zhandle_t *raw = zkt_raw();
-    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* one node for three holds */
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 0), ZKR_ETIMEDOUT);
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 200), ZKR_ETIMEDOUT);
+    char path[256];
+    zkt_path("reentrant", path, sizeof path);
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_mutex_t *a = new_mutex(ca, path), *b = new_mutex(cb, path);
+    zhandle_t *zh = zkt_raw();
 
-    /* Another thread of this process does not hold it: its release is
-     * refused and changes nothing. */
-    try_arg_t t = {ma, 0, -99, -99};
-    pthread_t th;
-    pthread_create(&th, NULL, try_thread, &t);
-    pthread_join(th, NULL);
-    CU_ASSERT_EQUAL(t.rc, ZKR_ETIMEDOUT);
-    CU_ASSERT_EQUAL(t.release_rc, ZKR_ENOTOWNER);
-    CU_ASSERT_TRUE(zkr_mutex_is_held(ma));
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+    int64_t t1 = 0, t2 = 0;
+    char *n1 = NULL, *n2 = NULL;
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(a, &t1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(a, &n1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(a, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held_by_process(a), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(a), ZKR_HOLD_SAFE);
+    /* Reentry adds no node and keeps the token. */
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(a, &t2), ZKR_OK);
+    CU_ASSERT_EQUAL(t1, t2);
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(a, &n2), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n2);
+    CU_ASSERT_STRING_EQUAL(n1, n2);
 
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    CU_ASSERT_TRUE(zkr_mutex_is_held(ma));
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 200), ZKR_ETIMEDOUT);
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    CU_ASSERT_FALSE(zkr_mutex_is_held(ma));
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_ENOTOWNER);
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 5000), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
-    zkt_raw_close(raw);
-    zkr_mutex_free(ma);
-    zkr_mutex_free(mb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    /* Another session cannot have it. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 200), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(b), 0);
+
+    /* A thread that does not hold it cannot release it. */
+    int held_there = -1;
+    CU_ASSERT_EQUAL(release_elsewhere(a, &held_there), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(held_there, 0);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 1);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    /* One hold left: still ours, still not acquirable elsewhere. */
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 200), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(release_elsewhere(a, &held_there), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held_by_process(a), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(a), ZKR_HOLD_NONE);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    int64_t tok = 0;
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(a, &tok), ZKR_ENOTOWNER);
+    char *np = NULL;
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(a, &np), ZKR_ENOTOWNER);
+    CU_ASSERT_PTR_NULL(np);
+
+    /* Free now: the release happened on the server synchronously. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_ENOTOWNER); /* a 4th release */
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(b), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_release(b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(b), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    free(n1);
+    free(n2);
+    zkt_raw_close(zh);
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
 }
 
-static void test_timeouts_leave_nothing(void)
+/* ---- timeouts ---------------------------------------------------------------------------- */
+
+static void test_timeouts(void)
 {
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    char p[128];
-    zkt_path("timeouts", p, sizeof p);
-    zkr_mutex_t *ma, *mb;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    zhandle_t *raw = zkt_raw();
-    for (int i = 0; i < 10; i++) {
+    char path[256];
+    zkt_path("timeout", path, sizeof path);
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_mutex_t *a = new_mutex(ca, path), *b = new_mutex(cb, path);
+    zhandle_t *zh = zkt_raw();
+
+    /* Free lock, timeout 0: one try suffices. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(a, 0), ZKR_OK);
+    char *holder = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_node_path(a, &holder), ZKR_OK);
+
+    for (int round = 0; round < 5; round++) {
+        CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 0), ZKR_ETIMEDOUT);
+        CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
         int64_t t0 = zkt_now_ms();
-        CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, i % 2 ? 200 : 0), ZKR_ETIMEDOUT);
-        if (i % 2)
-            CU_ASSERT_TRUE(zkt_now_ms() - t0 >= 190);
-        CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* only the holder's */
+        CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 200), ZKR_ETIMEDOUT);
+        CU_ASSERT(zkt_now_ms() - t0 >= 195); /* it really waited */
+        CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+        CU_ASSERT_EQUAL(zkr_mutex_is_held(b), 0);
+        CU_ASSERT_EQUAL(zkr_mutex_hold_state(b), ZKR_HOLD_NONE);
     }
-    CU_ASSERT_FALSE(zkr_mutex_is_held(mb));
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    zkt_raw_close(raw);
-    zkr_mutex_free(ma);
-    zkr_mutex_free(mb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    /* The one child left is the holder's node. */
+    struct String_vector sv = {0, NULL};
+    CU_ASSERT_EQUAL_FATAL(zoo_get_children(zh, path, 0, &sv), ZOK);
+    CU_ASSERT_EQUAL(sv.count, 1);
+    if (sv.count == 1)
+        CU_ASSERT_STRING_EQUAL(sv.data[0], strrchr(holder, '/') + 1);
+    deallocate_String_vector(&sv);
+
+    /* The timed-out waiter is not queued: when a releases, b gets it at
+     * once and nobody else is in the way. */
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(b, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    free(holder);
+    zkt_raw_close(zh);
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
 }
 
-/* ---- waiters: herd, FIFO, hand-off -------------------------------------------------- */
+/* ---- herd effect ------------------------------------------------------------------------- */
 
-#define WAITERS 20
+#define HERD_N 20
 
-typedef struct waiter {
-    zkr_client_t *c;
+typedef struct herd {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int inside, max_inside;
+    int acquired;
+    int order[HERD_N];
+    int go[HERD_N];
+} herd_t;
+
+typedef struct herd_waiter {
+    herd_t *h;
+    int idx;
     zkr_mutex_t *m;
-    int id;
-    atomic_int *order;     /* acquisition counter */
-    atomic_int acquired_as; /* position in which it acquired (1-based) */
-    atomic_int go;          /* released when set */
-    int rc;
-} waiter_t;
+    pthread_t tid;
+    int rc_acquire, rc_release, go_timed_out;
+    char *node;
+} herd_waiter_t;
 
-static void *waiter_thread(void *p)
+static void *herd_main(void *arg)
 {
-    waiter_t *w = p;
-    w->rc = zkr_mutex_acquire(w->m, 60000);
-    if (w->rc != ZKR_OK)
+    herd_waiter_t *w = arg;
+    herd_t *h = w->h;
+    w->rc_acquire = zkr_mutex_acquire(w->m, LONG_WAIT_MS);
+    if (w->rc_acquire != ZKR_OK)
         return NULL;
-    atomic_store(&w->acquired_as, atomic_fetch_add(w->order, 1) + 1);
-    for (int i = 0; i < 3000 && !atomic_load(&w->go); i++)
-        zkt_sleep_ms(10);
-    zkr_mutex_release(w->m);
+    zkr_mutex_node_path(w->m, &w->node);
+    pthread_mutex_lock(&h->mu);
+    if (++h->inside > h->max_inside)
+        h->max_inside = h->inside;
+    h->order[h->acquired++] = w->idx;
+    pthread_cond_broadcast(&h->cv);
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += LONG_WAIT_MS / 1000;
+    while (!h->go[w->idx]) {
+        if (pthread_cond_timedwait(&h->cv, &h->mu, &end) == ETIMEDOUT) {
+            w->go_timed_out = 1;
+            break;
+        }
+    }
+    h->inside--;
+    pthread_mutex_unlock(&h->mu);
+    w->rc_release = zkr_mutex_release(w->m);
     return NULL;
 }
 
-static int held_count(waiter_t *ws, int n)
-{
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (atomic_load(&ws[i].acquired_as) && !atomic_load(&ws[i].go))
-            k++;
-    return k;
-}
-
-typedef struct held_want {
-    waiter_t *ws;
+typedef struct herd_want {
+    herd_t *h;
     int n;
-    int want;
-} held_want_t;
+} herd_want_t;
 
-static int held_is(void *p)
+static int herd_acquired_at_least(void *arg)
 {
-    held_want_t *h = p;
-    return held_count(h->ws, h->n) == h->want;
+    herd_want_t *w = arg;
+    pthread_mutex_lock(&w->h->mu);
+    int ok = w->h->acquired >= w->n;
+    pthread_mutex_unlock(&w->h->mu);
+    return ok;
 }
 
-/* Watches registered by the server on `path` (wchp): one line per session. */
-static int watch_sessions(const char *path)
+typedef struct dir_watches {
+    const char *dir;
+    int n;
+} dir_watches_t;
+
+static int dir_watches_are(void *arg)
 {
-    return zkt_watch_count_on_exact(path);
+    dir_watches_t *w = arg;
+    return watches_under(w->dir) == w->n;
 }
 
-static void test_herd_and_fifo(void)
+static void test_herd(void)
 {
-    char p[128];
-    zkt_path("herd", p, sizeof p);
-    zkr_client_t *holder_c = zkt_client(SESSION_MS);
-    zkr_mutex_t *hm;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&hm, holder_c, p), ZKR_OK);
+    char path[256];
+    zkt_path("herd", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *hc = zkt_client(SESSION_MS);
+    zkr_mutex_t *hm = new_mutex(hc, path);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(hm, 5000), ZKR_OK);
-    zhandle_t *raw = zkt_raw();
 
-    atomic_int order = 0;
-    waiter_t ws[WAITERS];
-    pthread_t ts[WAITERS];
-    memset(ws, 0, sizeof ws);
-    /* Queue one by one, each with its own session, in a known order. */
-    for (int i = 0; i < WAITERS; i++) {
-        ws[i].c = zkt_client(SESSION_MS);
-        ws[i].id = i;
-        ws[i].order = &order;
-        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ws[i].m, ws[i].c, p), ZKR_OK);
-        pthread_create(&ts[i], NULL, waiter_thread, &ws[i]);
-        CU_ASSERT_TRUE(wait_children(raw, p, i + 2, 10000));
+    herd_t h;
+    memset(&h, 0, sizeof h);
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    zkr_client_t *wc[HERD_N];
+    herd_waiter_t w[HERD_N];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < HERD_N; i++) {
+        wc[i] = zkt_client(SESSION_MS);
+        w[i].h = &h;
+        w[i].idx = i;
+        w[i].m = new_mutex(wc[i], path);
+        w[i].rc_acquire = w[i].rc_release = 1;
     }
-    zkt_sleep_ms(300); /* let the last waiter set its watch */
+    for (int i = 0; i < HERD_N; i++)
+        CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, herd_main, &w[i]) == 0);
 
-    /* Exactly one data watch per waiter, on its predecessor; none on the
-     * lock directory (no children watch: no herd). */
+    /* Everyone queued, and every waiter has set its watch. */
+    CU_ASSERT(wait_kids(zh, path, HERD_N + 1));
+    dir_watches_t dw = {path, HERD_N};
+    CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
+
     char **parts = NULL;
     size_t np = 0;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(np, WAITERS + 1);
-    for (size_t i = 0; i + 1 < np; i++)
-        CU_ASSERT_EQUAL(watch_sessions(parts[i]), 1);
-    CU_ASSERT_EQUAL(watch_sessions(parts[np - 1]), 0);
-    CU_ASSERT_EQUAL(watch_sessions(p), 0);
-    char *wchc = zkt_4lw("wchc");
-    int total_watch_lines = 0;
-    for (char *s = wchc; s && *s; s++)
-        if (*s == '/' && (s == wchc || s[-1] == '\t' || s[-1] == '\n'))
-            total_watch_lines++;
-    CU_ASSERT_EQUAL(total_watch_lines, WAITERS);
-    free(wchc);
+    CU_ASSERT_EQUAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(np, HERD_N + 1);
+    char *holder = NULL;
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(hm, &holder), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(holder);
+    CU_ASSERT_STRING_EQUAL(parts[0], holder);
 
-    /* Each release makes exactly one waiter acquire, in queue order. */
+    /* The server's own table: exactly one data watch on each node but the
+     * last, set by the session of the node right after it; none on the
+     * last node or on the directory; no children watch anywhere. */
+    char *report = zkt_4lw("wchp");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(report);
+    for (size_t i = 0; i < np; i++) {
+        int64_t s[4];
+        int n = report_sessions(report, parts[i], s, 4);
+        if (i + 1 < np) {
+            CU_ASSERT_EQUAL(n, 1);
+            if (n == 1)
+                CU_ASSERT_EQUAL(s[0], owner_of(zh, parts[i + 1]));
+        } else {
+            CU_ASSERT_EQUAL(n, 0);
+        }
+    }
+    int64_t dummy[1];
+    CU_ASSERT_EQUAL(report_sessions(report, path, dummy, 1), 0);
+    CU_ASSERT_EQUAL(report_watches_under(report, path), HERD_N);
+    free(report);
+    CU_ASSERT_EQUAL(children_watches(), 0);
+
+    /* Hand the lock down the queue: each release wakes exactly one. */
+    long long woken0 = stat_value("mntr", "zk_sum_node_deleted_watch_count");
     CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
-    for (int k = 0; k < WAITERS; k++) {
-        held_want_t hw = {ws, WAITERS, 1};
-        CU_ASSERT_TRUE(zkt_wait_for(held_is, &hw, 10000));
-        zkt_sleep_ms(50); /* nobody else may get in meanwhile */
-        CU_ASSERT_EQUAL(held_count(ws, WAITERS), 1);
-        CU_ASSERT_EQUAL(atomic_load(&ws[k].acquired_as), k + 1); /* FIFO */
-        atomic_store(&ws[k].go, 1);
+    for (int k = 0; k < HERD_N; k++) {
+        herd_want_t want = {&h, k + 1};
+        CU_ASSERT_FATAL(zkt_wait_for(herd_acquired_at_least, &want, POLL_MS));
+        /* The remaining waiters still wait on their own predecessors (this
+         * query also gives a wrongly woken waiter time to show up). */
+        CU_ASSERT_EQUAL(watches_under(path), HERD_N - 1 - k);
+        pthread_mutex_lock(&h.mu);
+        CU_ASSERT_EQUAL(h.acquired, k + 1);
+        CU_ASSERT_EQUAL(h.inside, 1);
+        int who = h.order[k];
+        h.go[who] = 1;
+        pthread_cond_broadcast(&h.cv);
+        pthread_mutex_unlock(&h.mu);
+        /* FIFO: the k-th to acquire is the (k+1)-th in the queue. */
+        CU_ASSERT_PTR_NOT_NULL(w[who].node);
+        if (w[who].node)
+            CU_ASSERT_STRING_EQUAL(w[who].node, parts[k + 1]);
     }
-    for (int i = 0; i < WAITERS; i++) {
-        pthread_join(ts[i], NULL);
-        CU_ASSERT_EQUAL(ws[i].rc, ZKR_OK);
-        zkr_mutex_free(ws[i].m);
-        zkr_client_close(ws[i].c);
+    for (int i = 0; i < HERD_N; i++) {
+        pthread_join(w[i].tid, NULL);
+        CU_ASSERT_EQUAL(w[i].rc_acquire, ZKR_OK);
+        CU_ASSERT_EQUAL(w[i].rc_release, ZKR_OK);
+        CU_ASSERT_EQUAL(w[i].go_timed_out, 0);
     }
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
+    CU_ASSERT_EQUAL(h.max_inside, 1);
+    long long woken1 = stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    /* 21 deletions woke 20 watchers in all: one per hand-off. */
+    CU_ASSERT_EQUAL(woken1 - woken0, HERD_N);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
     zkr_strings_free(parts, np);
-    zkt_raw_close(raw);
+    free(holder);
+    for (int i = 0; i < HERD_N; i++) {
+        free(w[i].node);
+        zkr_mutex_free(w[i].m);
+        zkr_client_close(wc[i]);
+    }
     zkr_mutex_free(hm);
-    zkr_client_close(holder_c);
+    zkr_client_close(hc);
+    zkt_raw_close(zh);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
 }
 
-/* Two threads on ONE mutex object each queue with their own node. */
-static void test_threads_share_object(void)
-{
-    zkr_client_t *c = zkt_client(SESSION_MS);
-    char p[128];
-    zkt_path("shared-object", p, sizeof p);
+/* ---- FIFO ----------------------------------------------------------------------------------- */
+
+#define FIFO_N 6
+
+typedef struct fifo {
+    pthread_mutex_t mu;
+    int order[FIFO_N];
+    int n;
+} fifo_t;
+
+typedef struct fifo_waiter {
+    fifo_t *f;
+    int idx;
     zkr_mutex_t *m;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-    atomic_int order = 0;
-    waiter_t w;
-    memset(&w, 0, sizeof w);
-    w.c = c;
-    w.m = m;
-    w.order = &order;
-    pthread_t t;
-    pthread_create(&t, NULL, waiter_thread, &w);
-    zhandle_t *raw = zkt_raw();
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000)); /* its own node */
-    zkt_sleep_ms(200);
-    CU_ASSERT_EQUAL(atomic_load(&w.acquired_as), 0); /* still blocked */
-    CU_ASSERT_TRUE(zkr_mutex_is_held_by_process(m));
-    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
-    held_want_t hw = {&w, 1, 1};
-    CU_ASSERT_TRUE(zkt_wait_for(held_is, &hw, 10000));
-    CU_ASSERT_FALSE(zkr_mutex_is_held(m)); /* held by the other thread */
-    atomic_store(&w.go, 1);
-    pthread_join(t, NULL);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
-    zkt_raw_close(raw);
-    zkr_mutex_free(m);
-    zkr_client_close(c);
+    pthread_t tid;
+    int rc_acquire, rc_release;
+} fifo_waiter_t;
+
+static void *fifo_main(void *arg)
+{
+    fifo_waiter_t *w = arg;
+    w->rc_acquire = zkr_mutex_acquire(w->m, LONG_WAIT_MS);
+    if (w->rc_acquire != ZKR_OK)
+        return NULL;
+    pthread_mutex_lock(&w->f->mu);
+    w->f->order[w->f->n++] = w->idx;
+    pthread_mutex_unlock(&w->f->mu);
+    w->rc_release = zkr_mutex_release(w->m);
+    return NULL;
 }
 
-/* ---- killed holder -------------------------------------------------------------------- */
+static void test_fifo(void)
+{
+    char path[256];
+    zkt_path("fifo", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *hc = zkt_client(SESSION_MS);
+    zkr_mutex_t *hm = new_mutex(hc, path);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(hm, 5000), ZKR_OK);
+
+    fifo_t f;
+    memset(&f, 0, sizeof f);
+    pthread_mutex_init(&f.mu, NULL);
+    zkr_client_t *wc[FIFO_N];
+    fifo_waiter_t w[FIFO_N];
+    memset(w, 0, sizeof w);
+    /* Start them one at a time, each only once the previous one's node is
+     * on the server; alternate between two orders of client creation so
+     * the queue order is not the order of session ids. */
+    for (int i = 0; i < FIFO_N; i++)
+        wc[i] = zkt_client(SESSION_MS);
+    for (int i = 0; i < FIFO_N; i++) {
+        int ci = (i % 2) ? FIFO_N - 1 - i / 2 : i / 2;
+        w[i].f = &f;
+        w[i].idx = i;
+        w[i].m = new_mutex(wc[ci], path);
+        w[i].rc_acquire = w[i].rc_release = 1;
+        CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, fifo_main, &w[i]) == 0);
+        CU_ASSERT_FATAL(wait_kids(zh, path, i + 2));
+    }
+    CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
+    for (int i = 0; i < FIFO_N; i++) {
+        pthread_join(w[i].tid, NULL);
+        CU_ASSERT_EQUAL(w[i].rc_acquire, ZKR_OK);
+        CU_ASSERT_EQUAL(w[i].rc_release, ZKR_OK);
+    }
+    CU_ASSERT_EQUAL(f.n, FIFO_N);
+    for (int i = 0; i < FIFO_N && i < f.n; i++)
+        CU_ASSERT_EQUAL(f.order[i], i);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    for (int i = 0; i < FIFO_N; i++)
+        zkr_mutex_free(w[i].m);
+    for (int i = 0; i < FIFO_N; i++)
+        zkr_client_close(wc[i]);
+    zkr_mutex_free(hm);
+    zkr_client_close(hc);
+    zkt_raw_close(zh);
+    pthread_mutex_destroy(&f.mu);
+}
+
+/* ---- a holder killed with SIGKILL -------------------------------------------------------- */
+
+#define KILLED_SESSION_MS 2000
+
+static int killed_holder_child(const char *path, int fd)
+{
+    zkr_client_t *c = plain_client(KILLED_SESSION_MS);
+    if (!c)
+        return 20;
+    zkr_mutex_t *m = NULL;
+    if (zkr_mutex_new(&m, c, path) != ZKR_OK || zkr_mutex_acquire(m, 20000) != ZKR_OK)
+        return 21;
+    if (write(fd, "H", 1) != 1)
+        return 22;
+    for (int i = 0; i < 600; i++) /* the parent kills us long before this */
+        zkt_sleep_ms(100);
+    return 23;
+}
 
 static void test_killed_holder(void)
 {
-    char p[128];
-    zkt_path("killed", p, sizeof p);
-    int fds[2];
-    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    char path[256];
+    zkt_path("killed", path, sizeof path);
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    fflush(NULL);
     pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        close(fds[0]);
-        zkr_client_options_t o;
-        zkr_client_options_init(&o);
-        o.session_timeout_ms = 2000;
-        o.zk_log_level = 0;
-        zkr_client_t *c = NULL;
-        zkr_mutex_t *m = NULL;
-        char ok = 'n';
-        if (zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK && zkr_mutex_new(&m, c, p) == ZKR_OK &&
-            zkr_mutex_acquire(m, 5000) == ZKR_OK)
-            ok = 'y';
-        if (write(fds[1], &ok, 1) != 1)
-            _exit(3);
-        for (;;)
-            pause();
+        close(p[0]);
+        _exit(killed_holder_child(path, p[1]));
     }
-    close(fds[1]);
-    char got = 0;
-    CU_ASSERT_EQUAL_FATAL(read(fds[0], &got, 1), 1);
-    close(fds[0]);
-    CU_ASSERT_EQUAL(got, 'y');
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    close(p[1]);
+    int b = read_byte(p[0], 30000);
+    close(p[0]);
+    if (b != 'H') {
+        kill(pid, SIGKILL);
+        wait_child(pid, 10000);
+        CU_FAIL_FATAL("the child did not take the lock");
+    }
 
-    zkr_client_t *b = zkt_client(SESSION_MS);
-    zkr_mutex_t *mb;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
-    int64_t t0 = zkt_now_ms();
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 20000), ZKR_OK); /* once the session expires */
-    printf("\n    acquired %lld ms after the holder was killed\n", (long long)(zkt_now_ms() - t0));
-    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
-    zkr_mutex_free(mb);
-    zkr_client_close(b);
-    zhandle_t *raw = zkt_raw();
-    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
-    zkt_raw_close(raw);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_mutex_t *m = new_mutex(c, path);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 0), ZKR_ETIMEDOUT);
+
+    CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
+    CU_ASSERT_EQUAL(wait_child(pid, 10000), 128 + SIGKILL);
+    /* Queued behind the dead holder's node until its session expires. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 20000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
 }
 
-/* ---- tokens, participants, revocation -------------------------------------------------- */
+/* ---- fencing tokens ------------------------------------------------------------------------ */
 
-static void test_fencing_tokens_increase(void)
+#define FENCE_CLIENTS 3
+#define FENCE_ROUNDS 15
+
+static void test_fencing(void)
 {
-    char p[128];
-    zkt_path("tokens", p, sizeof p);
-    zkr_client_t *cs[3];
-    zkr_mutex_t *ms[3];
-    for (int i = 0; i < 3; i++) {
-        cs[i] = zkt_client(SESSION_MS);
-        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ms[i], cs[i], p), ZKR_OK);
+    char path[256];
+    zkt_path("fence", path, sizeof path);
+    zkr_client_t *c[FENCE_CLIENTS];
+    zkr_mutex_t *m[FENCE_CLIENTS];
+    for (int i = 0; i < FENCE_CLIENTS; i++) {
+        c[i] = zkt_client(SESSION_MS);
+        m[i] = new_mutex(c[i], path);
     }
-    int64_t last = -1, tok = 0;
-    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ms[0], &tok), ZKR_ENOTOWNER);
-    for (int r = 0; r < 30; r++) {
-        zkr_mutex_t *m = ms[r % 3];
-        CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-        CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &tok), ZKR_OK);
-        CU_ASSERT_TRUE(tok > last);
-        /* Reentering does not change the token. */
-        int64_t again = 0;
-        CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 0), ZKR_OK);
-        zkr_mutex_fencing_token(m, &again);
+    int64_t last = 0;
+    unsigned seed = 12345;
+    for (int r = 0; r < FENCE_ROUNDS * FENCE_CLIENTS; r++) {
+        int i = (int)(rand_r(&seed) % FENCE_CLIENTS);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m[i], 5000), ZKR_OK);
+        int64_t tok = 0, again = 0;
+        CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m[i], &tok), ZKR_OK);
+        CU_ASSERT(tok > last);
+        /* A reentrant hold is the same hold: same token. */
+        CU_ASSERT_EQUAL(zkr_mutex_acquire(m[i], 0), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m[i], &again), ZKR_OK);
         CU_ASSERT_EQUAL(again, tok);
-        zkr_mutex_release(m);
+        CU_ASSERT_EQUAL(zkr_mutex_release(m[i]), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_mutex_release(m[i]), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m[i], &again), ZKR_ENOTOWNER);
         last = tok;
-        CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     }
-    for (int i = 0; i < 3; i++) {
-        zkr_mutex_free(ms[i]);
-        zkr_client_close(cs[i]);
+    for (int i = 0; i < FENCE_CLIENTS; i++) {
+        zkr_mutex_free(m[i]);
+        zkr_client_close(c[i]);
     }
 }
 
-static int is_digits(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-    return s[n] == '\0';
-}
+/* ---- participants -------------------------------------------------------------------------- */
 
-static void test_participants_names(void)
+#define PART_WAITERS 3
+
+static void test_participants(void)
 {
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    char p[128];
-    zkt_path("participants", p, sizeof p);
-    zkr_mutex_t *ma, *mb;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
-    char **none = NULL;
-    size_t nn = 9;
-    CU_ASSERT_EQUAL(zkr_mutex_participants(ma, &none, &nn), ZKR_OK); /* no directory yet */
-    CU_ASSERT_EQUAL(nn, 0);
-    zkr_strings_free(none, nn);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 100), ZKR_ETIMEDOUT);
-    try_arg_t t = {mb, 10000, -99, -99};
-    pthread_t th;
-    pthread_create(&th, NULL, try_thread, &t);
-    zhandle_t *raw = zkt_raw();
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    char path[256];
+    zkt_path("parts", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *hc = zkt_client(SESSION_MS);
+    zkr_mutex_t *hm = new_mutex(hc, path);
+
+    /* Nothing there yet (the directory does not even exist). */
     char **parts = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(mb, &parts, &n), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(n, 2);
-    char *mine = NULL;
-    CU_ASSERT_EQUAL(zkr_mutex_node_path(ma, &mine), ZKR_OK);
-    CU_ASSERT_STRING_EQUAL(parts[0], mine); /* holder first */
-    size_t pl = strlen(p);
-    for (size_t i = 0; i < n; i++) {
-        const char *s = parts[i];
-        CU_ASSERT_TRUE(strncmp(s, p, pl) == 0 && s[pl] == '/');
-        const char *name = s + pl + 1;
-        CU_ASSERT_EQUAL(strlen(name), 3 + 36 + 1 + 5 + 10);
-        CU_ASSERT_TRUE(strncmp(name, "_c_", 3) == 0);
-        CU_ASSERT_TRUE(name[3 + 8] == '-' && name[3 + 13] == '-' && name[3 + 18] == '-' && name[3 + 23] == '-');
-        CU_ASSERT_TRUE(strncmp(name + 3 + 36, "-lock-", 6) == 0);
-        CU_ASSERT_TRUE(is_digits(name + 3 + 36 + 6, 10));
+    size_t np = 99;
+    CU_ASSERT_EQUAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL(np, 0);
+    CU_ASSERT_PTR_NULL(parts);
+    zkr_strings_free(parts, np);
+
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(hm, 5000), ZKR_OK);
+    zkr_client_t *wc[PART_WAITERS];
+    zkr_mutex_t *wm[PART_WAITERS];
+    other_call_t o[PART_WAITERS];
+    for (int i = 0; i < PART_WAITERS; i++) {
+        wc[i] = zkt_client(SESSION_MS);
+        wm[i] = new_mutex(wc[i], path);
+        other_start(&o[i], wm[i], 1, LONG_WAIT_MS, 1);
+        CU_ASSERT_FATAL(wait_kids(zh, path, i + 2));
     }
-    CU_ASSERT_TRUE(strcmp(parts[0] + pl + 46, parts[1] + pl + 46) < 0); /* sequence order */
-    free(mine);
-    zkr_strings_free(parts, n);
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    pthread_join(th, NULL);
-    CU_ASSERT_EQUAL(t.rc, ZKR_OK);
-    CU_ASSERT_EQUAL(t.release_rc, ZKR_OK);
-    zkt_raw_close(raw);
-    zkr_mutex_free(ma);
-    zkr_mutex_free(mb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+
+    CU_ASSERT_EQUAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(np, PART_WAITERS + 1);
+    char *holder = NULL;
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(hm, &holder), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(holder);
+    CU_ASSERT_STRING_EQUAL(parts[0], holder);
+
+    /* "<path>/_c_<uuid>-lock-<10 digits>", sequence increasing. */
+    char pattern[512];
+    snprintf(pattern, sizeof pattern,
+             "^%s/_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$", path);
+    regex_t re;
+    CU_ASSERT_EQUAL_FATAL(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+    for (size_t i = 0; i < np; i++) {
+        CU_ASSERT_EQUAL(regexec(&re, parts[i], 0, NULL, 0), 0);
+        if (i > 0)
+            CU_ASSERT(strcmp(parts[i] + strlen(parts[i]) - 10, parts[i - 1] + strlen(parts[i - 1]) - 10) > 0);
+        struct Stat st;
+        CU_ASSERT_EQUAL(zoo_exists(zh, parts[i], 0, &st), ZOK);
+    }
+    regfree(&re);
+    /* The same list from a waiter's object. */
+    char **parts2 = NULL;
+    size_t np2 = 0;
+    CU_ASSERT_EQUAL(zkr_mutex_participants(wm[0], &parts2, &np2), ZKR_OK);
+    CU_ASSERT_EQUAL(np2, np);
+    for (size_t i = 0; i < np && i < np2; i++)
+        CU_ASSERT_STRING_EQUAL(parts[i], parts2[i]);
+    zkr_strings_free(parts2, np2);
+
+    /* Waiters were started in queue order: each one's node is its place. */
+    CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
+    for (int i = 0; i < PART_WAITERS; i++) {
+        other_join(&o[i]);
+        CU_ASSERT_EQUAL(o[i].rc, ZKR_OK);
+        CU_ASSERT_EQUAL(o[i].rc_release, ZKR_OK);
+        CU_ASSERT_PTR_NOT_NULL(o[i].node);
+        if (o[i].node)
+            CU_ASSERT_STRING_EQUAL(o[i].node, parts[i + 1]);
+        free(o[i].node);
+    }
+    zkr_strings_free(parts, np);
+    CU_ASSERT_EQUAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL(np, 0);
+    zkr_strings_free(parts, np);
+
+    free(holder);
+    for (int i = 0; i < PART_WAITERS; i++) {
+        zkr_mutex_free(wm[i]);
+        zkr_client_close(wc[i]);
+    }
+    zkr_mutex_free(hm);
+    zkr_client_close(hc);
+    zkt_raw_close(zh);
 }
+
+/* ---- revocation ------------------------------------------------------------------------------- */
+
+typedef struct revoked {
+    atomic_int n;
+    zkr_mutex_t *_Atomic m;
+} revoked_t;
 
 static void on_revoke(zkr_mutex_t *m, void *ctx)
 {
-    (void)m;
-    atomic_fetch_add((atomic_int *)ctx, 1);
-}
-
-static int flag_set(void *p)
-{
-    return atomic_load((atomic_int *)p) > 0;
+    revoked_t *r = ctx;
+    atomic_store(&r->m, m);
+    atomic_fetch_add(&r->n, 1);
 }
 
 static void test_revocation(void)
 {
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    char p[128];
-    zkt_path("revoke", p, sizeof p);
-    zkr_mutex_t *ma, *mb;
-    atomic_int asked = 0;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_make_revocable(ma, on_revoke, &asked), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
+    char path[256];
+    zkt_path("revoke", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_mutex_t *a = new_mutex(ca, path), *b = new_mutex(cb, path);
+    revoked_t rv;
+    atomic_init(&rv.n, 0);
+    atomic_init(&rv.m, NULL);
+    CU_ASSERT_EQUAL(zkr_mutex_make_revocable(a, on_revoke, &rv), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+    char *anode = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_node_path(a, &anode), ZKR_OK);
+
+    other_call_t o;
+    other_start(&o, b, 1, LONG_WAIT_MS, 1);
+    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+
     char **parts = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(mb, &parts, &n), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(n, 1);
-    zkt_sleep_ms(100);
-    CU_ASSERT_EQUAL(atomic_load(&asked), 0);
-    CU_ASSERT_EQUAL(zkr_revoke_request(b, parts[0]), ZKR_OK);
-    CU_ASSERT_TRUE(zkt_wait_for(flag_set, &asked, 10000));
-    CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK); /* the holder decides to let go */
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 5000), ZKR_OK);
-    /* A request for a node that is gone is not an error. */
-    CU_ASSERT_EQUAL(zkr_revoke_request(b, parts[0]), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
-    zkr_strings_free(parts, n);
-    zkr_mutex_free(ma);
-    zkr_mutex_free(mb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    size_t np = 0;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(b, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(np, 2);
+    CU_ASSERT_STRING_EQUAL(parts[0], anode);
+    CU_ASSERT_EQUAL(atomic_load(&rv.n), 0);
+    CU_ASSERT_EQUAL(zkr_revoke_request(cb, parts[0]), ZKR_OK);
+    CU_ASSERT_FATAL(zkt_wait_for(flag_set, &rv.n, POLL_MS));
+    CU_ASSERT_PTR_EQUAL(atomic_load(&rv.m), a);
+    /* What went on the wire: "__REVOKE__" in the holder's node. */
+    char buf[32];
+    int blen = (int)sizeof buf;
+    struct Stat st;
+    CU_ASSERT_EQUAL(zoo_get(zh, anode, 0, buf, &blen, &st), ZOK);
+    CU_ASSERT_EQUAL(blen, 10);
+    CU_ASSERT(blen == 10 && memcmp(buf, "__REVOKE__", 10) == 0);
+
+    /* Revocation is a request: the holder still holds until it releases.
+     * A second request is told again (the watch is re-armed). */
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(a), 1);
+    CU_ASSERT_EQUAL(atomic_load(&o.done), 0);
+    CU_ASSERT_EQUAL(zkr_revoke_request(cb, parts[0]), ZKR_OK);
+    CU_ASSERT(wait_atomic_at_least(&rv.n, 2, POLL_MS));
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    other_join(&o);
+    CU_ASSERT_EQUAL(o.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(o.rc_release, ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL(o.node);
+    if (o.node)
+        CU_ASSERT_STRING_EQUAL(o.node, parts[1]);
+    free(o.node);
+    int told = atomic_load(&rv.n);
+
+    /* A node that is already gone is not an error. */
+    CU_ASSERT_EQUAL(zkr_revoke_request(cb, anode), ZKR_OK);
+    /* A hold of b (not revocable) ignores a request. */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(b, 5000), ZKR_OK);
+    char *bnode = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_node_path(b, &bnode), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_revoke_request(ca, bnode), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(b), ZKR_OK);
+    CU_ASSERT_EQUAL(atomic_load(&rv.n), told);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    free(bnode);
+    free(anode);
+    zkr_strings_free(parts, np);
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
 }
 
-/* ---- bad arguments ---------------------------------------------------------------------- */
+/* ---- bad arguments ---------------------------------------------------------------------------- */
+
+static const char *const bad_paths[] = {
+    NULL, "", "relative", "/trailing/", "/a//b", "/zookeeper/x", "/", "/zookeeper", "/a/./b", "/a/../b",
+};
+#define N_BAD_PATHS (sizeof bad_paths / sizeof bad_paths[0])
 
 static void test_bad_arguments(void)
 {
+    char path[256];
+    zkt_path("badargs", path, sizeof path);
     zkr_client_t *c = zkt_client(SESSION_MS);
-    zkr_mutex_t *m = (zkr_mutex_t *)0x1;
-    const char *bad[] = {"", "relative", "/trailing/", "/a//b", "/zookeeper/x", "/", "/a/./b", "/a/../b", NULL};
-    CU_ASSERT_EQUAL(zkr_mutex_new(&m, c, NULL), ZKR_EINVAL);
+    zkr_mutex_t *m = (zkr_mutex_t *)1;
+
+    CU_ASSERT_EQUAL(zkr_mutex_new(NULL, c, path), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_new(&m, NULL, path), ZKR_EINVAL);
     CU_ASSERT_PTR_NULL(m);
-    for (int i = 0; bad[i]; i++)
-        CU_ASSERT_EQUAL(zkr_mutex_new(&m, c, bad[i]), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_new(NULL, c, "/ok"), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_new(&m, NULL, "/ok"), ZKR_EINVAL);
+    for (size_t i = 0; i < N_BAD_PATHS; i++) {
+        m = (zkr_mutex_t *)1;
+        CU_ASSERT_EQUAL(zkr_mutex_new(&m, c, bad_paths[i]), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(m);
+        CU_ASSERT_EQUAL(zkr_revoke_request(c, bad_paths[i]), ZKR_EINVAL);
+    }
+    CU_ASSERT_EQUAL(zkr_revoke_request(NULL, path), ZKR_EINVAL);
+
+    /* NULL object everywhere. */
+    int64_t tok = 0;
+    char *np = NULL;
+    char **parts = NULL;
+    size_t n = 0;
     CU_ASSERT_EQUAL(zkr_mutex_acquire(NULL, 0), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(NULL, 100), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_mutex_release(NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_mutex_is_held(NULL), 0);
     CU_ASSERT_EQUAL(zkr_mutex_is_held_by_process(NULL), 0);
-    CU_ASSERT_EQUAL(zkr_mutex_hold_state(NULL), ZKR_HOLD_NONE);
     CU_ASSERT_EQUAL(zkr_mutex_set_hold_listener(NULL, NULL, NULL), ZKR_EINVAL);
-    int64_t tok;
-    char *path;
-    char **parts;
-    size_t n;
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(NULL), ZKR_HOLD_NONE);
     CU_ASSERT_EQUAL(zkr_mutex_fencing_token(NULL, &tok), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_node_path(NULL, &path), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(NULL, &np), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_mutex_participants(NULL, &parts, &n), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_mutex_make_revocable(NULL, on_revoke, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_revoke_request(NULL, "/a"), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_revoke_request(c, "bad"), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_revoke_request(c, NULL), ZKR_EINVAL);
-    zkr_mutex_t *ok;
-    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ok, c, "/zkr-test/bad-args"), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ok, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_node_path(ok, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_participants(ok, NULL, &n), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_participants(ok, &parts, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ok, &tok), ZKR_ENOTOWNER);
-    CU_ASSERT_EQUAL(zkr_mutex_node_path(ok, &path), ZKR_ENOTOWNER);
-    CU_ASSERT_EQUAL(zkr_mutex_release(ok), ZKR_ENOTOWNER);
-    zkr_mutex_free(ok);
     zkr_mutex_free(NULL);
     zkr_strings_free(NULL, 0);
+    zkr_strings_free(NULL, 3);
+
+    /* A good object, NULL outputs. */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(m, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_participants(m, NULL, &n), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_mutex_participants(m, &parts, NULL), ZKR_EINVAL);
+    /* And the not-held answers. */
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &tok), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(m, &np), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_NONE);
+    /* Still a working mutex after all that. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+
+    /* Freeing an object with holds still open releases them. */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    zkr_mutex_free(m);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
     zkr_client_close(c);
 }
+
+/* ---- several threads on one object --------------------------------------------------------------- */
+
+static void test_threads_one_object(void)
+{
+    char path[256];
+    zkt_path("oneobj", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_mutex_t *m = new_mutex(c, path);
+
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    char *mine = NULL;
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(m, &mine), ZKR_OK);
+
+    /* Not reentrant across threads: another thread on the same object
+     * queues behind us with a node of its own. */
+    other_call_t quick;
+    other_start(&quick, m, 1, 0, 1);
+    other_join(&quick);
+    CU_ASSERT_EQUAL(quick.rc, ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(quick.held_seen, 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+
+    other_call_t o;
+    other_start(&o, m, 1, LONG_WAIT_MS, 1);
+    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    /* Its watch is set once its node is queued; it is still blocked. */
+    dir_watches_t dw = {path, 1};
+    CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
+    CU_ASSERT_EQUAL(atomic_load(&o.done), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 1);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held_by_process(m), 1);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 0);
+    other_join(&o);
+    CU_ASSERT_EQUAL(o.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(o.held_seen, 1);
+    CU_ASSERT_EQUAL(o.rc_release, ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL(o.node);
+    if (o.node && mine)
+        CU_ASSERT_STRING_NOT_EQUAL(o.node, mine);
+    free(o.node);
+    free(mine);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held_by_process(m), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
+/* ---- registration --------------------------------------------------------------------------------- */
 
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("mutex", NULL, NULL);
     CU_add_test(s, "bad arguments", test_bad_arguments);
-    CU_add_test(s, "reentrancy and ownership", test_reentrancy);
-    CU_add_test(s, "timeouts leave no node behind", test_timeouts_leave_nothing);
-    CU_add_test(s, "two threads on one object queue separately", test_threads_share_object);
-    CU_add_test(s, "fencing tokens strictly increase", test_fencing_tokens_increase);
-    CU_add_test(s, "participants: holder first, Curator names", test_participants_names);
-    CU_add_test(s, "revocation", test_revocation);
-    CU_add_test(s, "herd: one data watch per waiter on its predecessor; FIFO; one wake per release",
-                test_herd_and_fifo);
-    CU_add_test(s, "killed holder: next waiter gets in after expiry, nothing left", test_killed_holder);
+    CU_add_test(s, "reentrancy: 3 acquires need 3 releases; not owner", test_reentrancy);
+    CU_add_test(s, "timeouts 0 and 200 ms leave no node behind", test_timeouts);
+    CU_add_test(s, "several threads on one object queue separately", test_threads_one_object);
+    CU_add_test(s, "participants: holder first, full protected names", test_participants);
+    CU_add_test(s, "FIFO: waiters acquire in queue order", test_fifo);
+    CU_add_test(s, "fencing tokens increase across holders", test_fencing);
+    CU_add_test(s, "revocation: request, callback, hand-over", test_revocation);
+    CU_add_test(s, "herd: one watch per waiter on its predecessor, one wake per release", test_herd);
+    CU_add_test(s, "holder SIGKILLed: waiter acquires after session expiry", test_killed_holder);
     CU_add_test(s, "mutual exclusion: threads, shared object, processes", test_mutual_exclusion);
 }
 
