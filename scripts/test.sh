@@ -35,6 +35,5 @@ if [ $status = 0 ]; then
     rm -rf "$prefix"
 fi
 
-# One closing line for everything: sum the CUnit "tests" rows.
-awk '/^ +tests +[0-9]/ {run += $3; pass += $4; fail += $5} END {printf "all suites: %d passed, %d failed\n", pass, fail + 0}' tests/test_*.log
+bash scripts/summary.sh
 exit $status
