@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/harness/zkr_test.h"
@@ -264,10 +265,22 @@ static void stress_error(stress_shared_t *sh, int rc)
     atomic_compare_exchange_strong(&sh->first_error, &zero, rc);
 }
 
+/* A random pause of up to max_us (0 half of the time): varies who
+ * arrives when, so that every window of the protocol gets visited. */
+static void jitter(unsigned *seed, int max_us)
+{
+    int r = (int)(rand_r(seed) % (unsigned)(2 * max_us));
+    if (r < max_us) {
+        struct timespec ts = {0, (long)r * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* cycles acquire/check/release rounds on m; 0 if every call behaved. */
-static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles)
+static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles, unsigned seed)
 {
     for (int i = 0; i < cycles; i++) {
+        jitter(&seed, 1000);
         int rc = zkr_mutex_acquire(m, LONG_WAIT_MS);
         if (rc != ZKR_OK) {
             stress_error(sh, rc);
@@ -285,6 +298,7 @@ static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles)
         atomic_store(&sh->last_token, token);
         long v = atomic_load(&sh->counter);
         sched_yield();
+        jitter(&seed, 300);
         atomic_store(&sh->counter, v + 1);
         atomic_fetch_add(&sh->cycles, 1);
         atomic_fetch_sub(&sh->inside, 1);
@@ -303,13 +317,14 @@ typedef struct stress_thread {
     stress_shared_t *sh;
     zkr_mutex_t *m;
     int cycles;
+    unsigned seed;
     int failed;
 } stress_thread_t;
 
 static void *stress_thread_main(void *arg)
 {
     stress_thread_t *t = arg;
-    t->failed = stress_cycles(t->sh, t->m, t->cycles);
+    t->failed = stress_cycles(t->sh, t->m, t->cycles, t->seed);
     return NULL;
 }
 
@@ -326,7 +341,7 @@ static int stress_child(stress_shared_t *sh, const char *path, int go_fd)
         zkr_client_close(c);
         return 12;
     }
-    int failed = stress_cycles(sh, m, ST_CHILD_CYCLES);
+    int failed = stress_cycles(sh, m, ST_CHILD_CYCLES, (unsigned)getpid());
     zkr_mutex_free(m);
     zkr_client_close(c);
     return failed ? 13 : 0;
@@ -371,6 +386,7 @@ static void test_mutual_exclusion(void)
     for (int i = 0; i < n; i++) {
         th[i].sh = sh;
         th[i].cycles = ST_THREAD_CYCLES;
+        th[i].seed = 1000u + (unsigned)i;
         CU_ASSERT_FATAL(pthread_create(&th[i].tid, NULL, stress_thread_main, &th[i]) == 0);
     }
     for (int i = 0; i < ST_CHILDREN; i++)
