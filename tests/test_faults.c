@@ -135,26 +135,9 @@ static int wait_children(zhandle_t *zh, const char *path, int want, int ms)
     return zkt_wait_for(count_is, &a, ms);
 }
 
-static void noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-/* End a session from outside: a second handle on it, closed. */
 static int expire_session(int64_t id, const char passwd[16])
 {
-    clientid_t cid;
-    memset(&cid, 0, sizeof cid);
-    cid.client_id = id;
-    memcpy(cid.passwd, passwd, 16);
-    zhandle_t *zh = zookeeper_init(zkt_hosts(), noop_watcher, SESSION_MS, &cid, NULL, 0);
-    if (!zh)
-        return -1;
-    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        zkt_sleep_ms(25);
-    int ok = zoo_state(zh) == ZOO_CONNECTED_STATE;
-    zookeeper_close(zh);
-    return ok ? 0 : -1;
+    return zkt_expire_session(id, passwd);
 }
 
 /* ---- single-fault tests --------------------------------------------------------- */

@@ -178,3 +178,28 @@ int zkt_main(const char *name, void (*add)(void))
     CU_cleanup_registry();
     return (failed == 0 && ran > 0) ? 0 : 1;
 }
+
+int zkt_expire_session(int64_t id, const char passwd[16])
+{
+    clientid_t cid;
+    memset(&cid, 0, sizeof cid);
+    cid.client_id = id;
+    memcpy(cid.passwd, passwd, 16);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 4000, &cid, NULL, 0);
+        if (!zh)
+            return -1;
+        int st = 0;
+        for (int i = 0; i < 200; i++) {
+            st = zoo_state(zh);
+            if (st == ZOO_CONNECTED_STATE || st == ZOO_EXPIRED_SESSION_STATE)
+                break;
+            zkt_sleep_ms(25);
+        }
+        zookeeper_close(zh); /* connected: this closes the session */
+        if (st == ZOO_EXPIRED_SESSION_STATE)
+            return 0;
+        zkt_sleep_ms(200);
+    }
+    return -1;
+}

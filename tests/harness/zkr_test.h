@@ -36,6 +36,12 @@ int zkt_watches_on(const char *path);
  * distinguished: children watches are counted on dir itself. */
 int zkt_watch_count_on_exact(const char *path);
 
+/* End session `id` from outside: open a second handle on it and close it,
+ * until a handle on it is told the session has expired (the owner may
+ * reconnect first and keep the session alive: then try again).  Returns 0
+ * when the session is gone, -1 otherwise (bounded: a few attempts). */
+int zkt_expire_session(int64_t id, const char passwd[16]);
+
 /* Add the suites via add(), run them verbosely, return the process exit
  * status (0 only if every test passed). */
 int zkt_main(const char *name, void (*add)(void));
