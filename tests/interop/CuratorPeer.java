@@ -235,6 +235,18 @@ public class CuratorPeer {
             }
             return "OK " + overlaps;
         }
+        case "bench": { // bench PATH CYCLES: uncontended acquire+release, ms per cycle
+            InterProcessMutex m = new InterProcessMutex(main, w[1]);
+            int n = Integer.parseInt(w[2]);
+            m.acquire();
+            m.release();
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                m.acquire();
+                m.release();
+            }
+            return String.format(java.util.Locale.ROOT, "%.3f", (System.nanoTime() - t0) / 1e6 / n);
+        }
         case "stress": { // stress NAME KIND PATH MAX CYCLES INSIDE
             Stress s = new Stress(w[1], w[2], w[3], Integer.parseInt(w[4]), Integer.parseInt(w[5]), w[6]);
             stresses.put(w[1], s);
