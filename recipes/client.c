@@ -73,6 +73,11 @@ struct zkr__track {
     struct zkr__track *next;
 };
 
+typedef struct closer {
+    pthread_t thread;
+    struct closer *next;
+} closer_t;
+
 typedef struct task {
     void (*fn)(void *);
     void *arg;
@@ -112,6 +117,7 @@ struct zkr_client {
 
     zkr__zh_t *cur;
     zkr__zh_t *retired;
+    closer_t *closers; /* threads closing retired handles */
     unsigned gen;
 
     int raw[RAW_MAX];
@@ -1163,6 +1169,16 @@ static void rebuild_locked(zkr_client_t *c)
     wake_all_waiters_locked(c, ZKR__WAKE_SESSION);
 }
 
+static void *closer_main(void *arg)
+{
+    handle_close(arg);
+    return NULL;
+}
+
+/* Close retired handles nobody uses any more.  zookeeper_close may wait a
+ * whole receive timeout for a stalled server, so it runs on a thread of its
+ * own: the client thread must go on reporting the new session meanwhile.
+ * zkr_client_close joins these threads. */
 static void close_retired_locked(zkr_client_t *c)
 {
     for (zkr__zh_t **p = &c->retired; *p;) {
@@ -1171,6 +1187,15 @@ static void close_retired_locked(zkr_client_t *c)
             p = &h->next_retired;
             continue;
         }
+        closer_t *cl = malloc(sizeof *cl);
+        if (cl && pthread_create(&cl->thread, NULL, closer_main, h) == 0) {
+            *p = h->next_retired;
+            cl->next = c->closers;
+            c->closers = cl;
+            continue;
+        }
+        free(cl);
+        /* No thread to spare: close it here. */
         *p = h->next_retired;
         pthread_mutex_unlock(&c->mu);
         handle_close(h);
@@ -1417,6 +1442,13 @@ void zkr_client_close(zkr_client_t *c)
 
     if (c->thread_started)
         pthread_join(c->thread, NULL);
+    /* The client thread has stopped: nothing adds closers any more. */
+    while (c->closers) {
+        closer_t *cl = c->closers;
+        c->closers = cl->next;
+        pthread_join(cl->thread, NULL);
+        free(cl);
+    }
 
     /* Closing the session deletes every ephemeral node it owns at once. */
     pthread_mutex_lock(&c->mu);
