@@ -1187,16 +1187,17 @@ static void close_retired_locked(zkr_client_t *c)
             p = &h->next_retired;
             continue;
         }
+        zkr__zh_t *next = h->next_retired; /* h is the closer's from now on */
         closer_t *cl = malloc(sizeof *cl);
         if (cl && pthread_create(&cl->thread, NULL, closer_main, h) == 0) {
-            *p = h->next_retired;
+            *p = next;
             cl->next = c->closers;
             c->closers = cl;
             continue;
         }
         free(cl);
         /* No thread to spare: close it here. */
-        *p = h->next_retired;
+        *p = next;
         pthread_mutex_unlock(&c->mu);
         handle_close(h);
         pthread_mutex_lock(&c->mu);
