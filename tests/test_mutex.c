@@ -613,6 +613,81 @@ static void test_timeouts(void)
     zkr_client_close(cb);
 }
 
+typedef struct dir_watches {
+    const char *dir;
+    int n;
+} dir_watches_t;
+
+static int dir_watches_are(void *arg)
+{
+    dir_watches_t *w = arg;
+    return watches_under(w->dir) == w->n;
+}
+
+/* A waiter in the middle of the queue gives up: the one behind it must
+ * move its watch to the node now before it, and gets the lock in turn. */
+static void test_abandoned_middle(void)
+{
+    char path[256];
+    zkt_path("middle", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS), *cc = zkt_client(SESSION_MS);
+    zkr_mutex_t *a = new_mutex(ca, path), *b = new_mutex(cb, path), *c = new_mutex(cc, path);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+
+    other_call_t ob, oc;
+    other_start(&ob, b, 1, 3000, 1);
+    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    other_start(&oc, c, 1, LONG_WAIT_MS, 1);
+    CU_ASSERT_FATAL(wait_kids(zh, path, 3));
+    dir_watches_t dw = {path, 2};
+    CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
+    char **parts = NULL;
+    size_t np = 0;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(a, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(np, 3);
+    int64_t sc = owner_of(zh, parts[2]);
+
+    /* b gives up; c now watches a's node (b's old watch may stay there
+     * too: ZooKeeper keeps a data watch until it fires). */
+    other_join(&ob);
+    CU_ASSERT_EQUAL(ob.rc, ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 2);
+    int64_t s[4];
+    int n = 0, c_on_a = 0;
+    int64_t end = zkt_now_ms() + POLL_MS;
+    while (!c_on_a && zkt_now_ms() < end) {
+        char *report = zkt_4lw("wchp");
+        n = report ? report_sessions(report, parts[0], s, 4) : -1;
+        for (int i = 0; i < n && i < 4; i++)
+            if (s[i] == sc)
+                c_on_a = 1;
+        free(report);
+        if (!c_on_a)
+            zkt_sleep_ms(20);
+    }
+    CU_ASSERT(c_on_a);
+    CU_ASSERT_EQUAL(atomic_load(&oc.done), 0);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    other_join(&oc);
+    CU_ASSERT_EQUAL(oc.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(oc.rc_release, ZKR_OK);
+    if (oc.node)
+        CU_ASSERT_STRING_EQUAL(oc.node, parts[2]);
+    free(oc.node);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    zkr_strings_free(parts, np);
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_mutex_free(c);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkr_client_close(cc);
+    zkt_raw_close(zh);
+}
+
 /* ---- herd effect ------------------------------------------------------------------------- */
 
 #define HERD_N 20
@@ -675,17 +750,6 @@ static int herd_acquired_at_least(void *arg)
     int ok = w->h->acquired >= w->n;
     pthread_mutex_unlock(&w->h->mu);
     return ok;
-}
-
-typedef struct dir_watches {
-    const char *dir;
-    int n;
-} dir_watches_t;
-
-static int dir_watches_are(void *arg)
-{
-    dir_watches_t *w = arg;
-    return watches_under(w->dir) == w->n;
 }
 
 static void test_herd(void)
@@ -1151,6 +1215,64 @@ static void test_revocation(void)
     zkt_raw_close(zh);
 }
 
+/* A request written to a waiter's node before it holds: the hold is told
+ * at once, inside zkr_mutex_acquire. */
+typedef struct revocable_waiter {
+    zkr_mutex_t *m;
+    revoked_t *rv;
+    int rc, rc_release, told_on_return;
+    pthread_t tid;
+} revocable_waiter_t;
+
+static void *revocable_waiter_main(void *arg)
+{
+    revocable_waiter_t *w = arg;
+    w->rc = zkr_mutex_acquire(w->m, LONG_WAIT_MS);
+    w->told_on_return = atomic_load(&w->rv->n);
+    if (w->rc == ZKR_OK)
+        w->rc_release = zkr_mutex_release(w->m);
+    return NULL;
+}
+
+static void test_revocation_pending(void)
+{
+    char path[256];
+    zkt_path("revokepending", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_mutex_t *a = new_mutex(ca, path), *b = new_mutex(cb, path);
+    revoked_t rv;
+    atomic_init(&rv.n, 0);
+    atomic_init(&rv.m, NULL);
+    CU_ASSERT_EQUAL(zkr_mutex_make_revocable(b, on_revoke, &rv), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+
+    revocable_waiter_t w = {.m = b, .rv = &rv, .rc = 1, .rc_release = 1, .told_on_return = -1};
+    CU_ASSERT_FATAL(pthread_create(&w.tid, NULL, revocable_waiter_main, &w) == 0);
+    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    char **parts = NULL;
+    size_t np = 0;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(a, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(np, 2);
+    CU_ASSERT_EQUAL(zkr_revoke_request(ca, parts[1]), ZKR_OK);
+    /* b is not a holder yet: nobody is told. */
+    CU_ASSERT_EQUAL(atomic_load(&rv.n), 0);
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    pthread_join(w.tid, NULL);
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(w.told_on_return, 1);
+    CU_ASSERT_PTR_EQUAL(atomic_load(&rv.m), b);
+    CU_ASSERT_EQUAL(w.rc_release, ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+
+    zkr_strings_free(parts, np);
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
 /* ---- bad arguments ---------------------------------------------------------------------------- */
 
 static const char *const bad_paths[] = {
@@ -1289,6 +1411,8 @@ static void add_suites(void)
     CU_add_test(s, "FIFO: waiters acquire in queue order", test_fifo);
     CU_add_test(s, "fencing tokens increase across holders", test_fencing);
     CU_add_test(s, "revocation: request, callback, hand-over", test_revocation);
+    CU_add_test(s, "revocation requested before the hold: told inside acquire", test_revocation_pending);
+    CU_add_test(s, "a waiter gives up mid-queue: the next one re-targets its watch", test_abandoned_middle);
     CU_add_test(s, "herd: one watch per waiter on its predecessor, one wake per release", test_herd);
     CU_add_test(s, "holder SIGKILLed: waiter acquires after session expiry", test_killed_holder);
     CU_add_test(s, "mutual exclusion: threads, shared object, processes", test_mutual_exclusion);

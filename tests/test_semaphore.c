@@ -1,415 +1,994 @@
-/* zkr_semaphore and zkr_semaphore_mutex against a real server. */
+/* zkr_semaphore (Curator InterProcessSemaphoreV2) and zkr_semaphore_mutex
+ * (InterProcessSemaphoreMutex) against a real server: the lease limit under
+ * stress, all-or-nothing acquire_n, the shared count, a SIGKILLed holder,
+ * no orphan lease after timeouts, only the locks/ holder watching the
+ * leases, the non-reentrant mutex, bad arguments.
+ *
+ * Threads never call CUnit: they record what happened and the main thread
+ * asserts after joining them.  A child process is forked before the test
+ * opens any client or handle and opens its own client. */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/harness/zkr_test.h"
 
-#define SESSION_MS 4000
+#define SESSION_MS 10000
+#define LONG_WAIT_MS 60000 /* bound on any acquire that must succeed */
+#define POLL_MS 20000      /* bound on polling for a condition */
 
-static int children_of(const char *base, const char *sub)
+/* ---- small helpers -------------------------------------------------------------- */
+
+static zkr_client_t *plain_client(int session_ms)
 {
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", base, sub);
-    zhandle_t *raw = zkt_raw();
-    int n = zkt_count_children(raw, p);
-    zkt_raw_close(raw);
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    return zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK ? c : NULL;
+}
+
+static zkr_semaphore_t *new_sem(zkr_client_t *c, const char *path, int max)
+{
+    zkr_semaphore_t *s = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, path, max), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    return s;
+}
+
+/* "<path>/leases" and "<path>/locks". */
+typedef struct sem_dirs {
+    char leases[300];
+    char locks[300];
+} sem_dirs_t;
+
+static void dirs_of(sem_dirs_t *d, const char *path)
+{
+    snprintf(d->leases, sizeof d->leases, "%s/leases", path);
+    snprintf(d->locks, sizeof d->locks, "%s/locks", path);
+}
+
+typedef struct kids_want {
+    zhandle_t *zh;
+    const char *path;
+    int n;
+} kids_want_t;
+
+static int kids_are(void *arg)
+{
+    kids_want_t *w = arg;
+    return zkt_count_children(w->zh, w->path) == w->n;
+}
+
+static int wait_kids(zhandle_t *zh, const char *path, int n)
+{
+    kids_want_t w = {zh, path, n};
+    return zkt_wait_for(kids_are, &w, POLL_MS);
+}
+
+static int flag_set(void *arg)
+{
+    return atomic_load((atomic_int *)arg) != 0;
+}
+
+/* 1 if the children of dir are exactly the basenames of paths[0..n). */
+static int children_are(zhandle_t *zh, const char *dir, const char *const *paths, int n)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    int ok = sv.count == n;
+    for (int i = 0; ok && i < n; i++) {
+        const char *base = strrchr(paths[i], '/');
+        int found = 0;
+        for (int32_t j = 0; base && j < sv.count; j++)
+            if (strcmp(sv.data[j], base + 1) == 0)
+                found = 1;
+        ok = found;
+    }
+    deallocate_String_vector(&sv);
+    return ok;
+}
+
+/* ---- the server's watch tables (see test_mutex.c) ------------------------------------- */
+
+static int watches_under(const char *dir)
+{
+    char *r = zkt_4lw("wchp");
+    if (!r)
+        return -1;
+    size_t dl = strlen(dir);
+    int n = 0, in = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/')
+            in = strncmp(line, dir, dl) == 0 && (line[dl] == '\0' || line[dl] == '/');
+        else if (in && strstr(line, "0x"))
+            n++;
+    }
+    free(r);
     return n;
 }
 
-/* ---- max leases under stress --------------------------------------------------- */
-
-typedef struct stress {
-    zkr_client_t *c;
-    const char *path;
-    int max;
-    int cycles;
-    atomic_int *inside;
-    atomic_int *peak;
-    atomic_int *over;
-    atomic_int *errors;
-} stress_t;
-
-static void *stress_thread(void *p)
+static long long stat_value(const char *word, const char *key)
 {
-    stress_t *s = p;
-    zkr_semaphore_t *sem;
-    if (zkr_semaphore_new(&sem, s->c, s->path, s->max) != ZKR_OK) {
-        atomic_fetch_add(s->errors, 1);
-        return NULL;
+    char *r = zkt_4lw(word);
+    if (!r)
+        return -1;
+    long long v = -1;
+    size_t kl = strlen(key);
+    char *save = NULL;
+    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ':')) {
+            v = atoll(line + kl + 1);
+            break;
+        }
     }
-    for (int i = 0; i < s->cycles; i++) {
-        zkr_lease_t *l = NULL;
-        if (zkr_semaphore_acquire(sem, 30000, &l) != ZKR_OK) {
-            atomic_fetch_add(s->errors, 1);
+    free(r);
+    return v;
+}
+
+/* Children watches on the whole server (mntr counts every watch, wchs only
+ * data watches); -1 if it could not be told. */
+static long long children_watches(void)
+{
+    for (int i = 0; i < 5; i++) {
+        long long d1 = stat_value("wchs", "Total watches");
+        long long all = stat_value("mntr", "zk_watch_count");
+        long long d2 = stat_value("wchs", "Total watches");
+        if (d1 >= 0 && all >= 0 && d1 == d2)
+            return all - d1;
+    }
+    return -1;
+}
+
+/* ---- child processes ---------------------------------------------------------------------- */
+
+static int wait_child(pid_t pid, int timeout_ms)
+{
+    int64_t end = zkt_now_ms() + timeout_ms;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (zkt_now_ms() >= end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        zkt_sleep_ms(20);
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+static int read_byte(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int64_t end = zkt_now_ms() + timeout_ms;
+    for (;;) {
+        int left = (int)(end - zkt_now_ms());
+        if (left < 0)
+            return -1;
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR)
             continue;
-        }
-        int now = atomic_fetch_add(s->inside, 1) + 1;
-        if (now > s->max)
-            atomic_fetch_add(s->over, 1);
-        int peak = atomic_load(s->peak);
-        while (now > peak && !atomic_compare_exchange_weak(s->peak, &peak, now)) {
-        }
-        zkt_sleep_ms(30); /* long enough for the others to fill the slots */
-        atomic_fetch_sub(s->inside, 1);
-        if (zkr_lease_return(l) != ZKR_OK)
-            atomic_fetch_add(s->errors, 1);
+        if (r <= 0)
+            return -1;
+        unsigned char b;
+        ssize_t n = read(fd, &b, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 1 ? b : -1;
     }
-    zkr_semaphore_free(sem);
+}
+
+/* ---- at most N holders under stress ----------------------------------------------------------- */
+
+#define MAX_LEASES 3
+#define ST_THREADS 8
+#define ST_CYCLES 40
+
+typedef struct sem_stress {
+    atomic_int inside;
+    atomic_int max_inside;
+    atomic_int violations;
+    atomic_int errors;
+    atomic_int first_error;
+    atomic_int running;
+    atomic_long cycles;
+} sem_stress_t;
+
+typedef struct sem_worker {
+    pthread_t tid;
+    sem_stress_t *st;
+    zkr_semaphore_t *s;
+    unsigned seed;
+} sem_worker_t;
+
+static void jitter(unsigned *seed, int max_us)
+{
+    int r = (int)(rand_r(seed) % (unsigned)(2 * max_us));
+    if (r < max_us) {
+        struct timespec ts = {0, (long)r * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void stress_error(sem_stress_t *st, int rc)
+{
+    int zero = 0;
+    atomic_fetch_add(&st->errors, 1);
+    atomic_compare_exchange_strong(&st->first_error, &zero, rc);
+}
+
+static void *sem_worker_main(void *arg)
+{
+    sem_worker_t *w = arg;
+    sem_stress_t *st = w->st;
+    for (int i = 0; i < ST_CYCLES; i++) {
+        jitter(&w->seed, 1000);
+        zkr_lease_t *l = NULL;
+        int rc = zkr_semaphore_acquire(w->s, LONG_WAIT_MS, &l);
+        if (rc != ZKR_OK || !l) {
+            stress_error(st, rc != ZKR_OK ? rc : -100);
+            break;
+        }
+        int now = atomic_fetch_add(&st->inside, 1) + 1;
+        if (now > MAX_LEASES)
+            atomic_fetch_add(&st->violations, 1);
+        int m = atomic_load(&st->max_inside);
+        while (now > m && !atomic_compare_exchange_weak(&st->max_inside, &m, now)) {
+        }
+        if (zkr_lease_hold_state(l) != ZKR_HOLD_SAFE)
+            stress_error(st, -101);
+        /* Hold long against the time an acquire takes (acquirers pass
+         * locks/ one at a time), so that the semaphore stays full. */
+        struct timespec hold = {0, (long)(5 + rand_r(&w->seed) % 20) * 1000000L};
+        nanosleep(&hold, NULL);
+        atomic_fetch_sub(&st->inside, 1);
+        atomic_fetch_add(&st->cycles, 1);
+        rc = zkr_lease_return(l);
+        if (rc != ZKR_OK)
+            stress_error(st, rc);
+    }
+    atomic_fetch_sub(&st->running, 1);
     return NULL;
 }
 
-static void test_max_never_exceeded(void)
+static void test_max_holders(void)
 {
-    enum { THREADS = 8, CYCLES = 30, MAX = 3 };
-    char p[128];
-    zkt_path("sem-stress", p, sizeof p);
-    atomic_int inside = 0, peak = 0, over = 0, errors = 0;
-    zkr_client_t *cs[THREADS];
-    stress_t ss[THREADS];
-    pthread_t ts[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        cs[i] = zkt_client(SESSION_MS);
-        ss[i] = (stress_t){cs[i], p, MAX, CYCLES, &inside, &peak, &over, &errors};
-        pthread_create(&ts[i], NULL, stress_thread, &ss[i]);
+    char path[256];
+    zkt_path("semstress", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    sem_stress_t st;
+    memset(&st, 0, sizeof st);
+    zkr_client_t *c[ST_THREADS];
+    sem_worker_t w[ST_THREADS];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < ST_THREADS; i++) {
+        c[i] = zkt_client(SESSION_MS);
+        w[i].s = new_sem(c[i], path, MAX_LEASES);
+        w[i].st = &st;
+        w[i].seed = 77u + (unsigned)i;
     }
-    for (int i = 0; i < THREADS; i++)
-        pthread_join(ts[i], NULL);
-    printf("\n    %d cycles, peak %d inside (max %d)\n", THREADS * CYCLES, atomic_load(&peak), MAX);
-    CU_ASSERT_EQUAL(atomic_load(&over), 0);
-    CU_ASSERT_EQUAL(atomic_load(&errors), 0);
-    CU_ASSERT_TRUE(atomic_load(&peak) <= MAX);
-    for (int i = 0; i < THREADS; i++)
-        zkr_client_close(cs[i]);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 0);
-    CU_ASSERT_EQUAL(children_of(p, "locks"), 0);
+    atomic_store(&st.running, ST_THREADS);
+    for (int i = 0; i < ST_THREADS; i++)
+        CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, sem_worker_main, &w[i]) == 0);
+
+    /* Meanwhile, on the server: never more lease nodes than the granted
+     * ones plus the one the locks/ holder is deciding about. */
+    int most = 0, samples = 0;
+    int64_t end = zkt_now_ms() + 120000;
+    while (atomic_load(&st.running) > 0 && zkt_now_ms() < end) {
+        int n = zkt_count_children(zh, d.leases);
+        if (n > most)
+            most = n;
+        samples++;
+        zkt_sleep_ms(5);
+    }
+    for (int i = 0; i < ST_THREADS; i++)
+        pthread_join(w[i].tid, NULL);
+
+    CU_ASSERT_EQUAL(atomic_load(&st.errors), 0);
+    if (atomic_load(&st.errors))
+        printf("\n  first error: %s\n", zkr_err_name(atomic_load(&st.first_error)));
+    CU_ASSERT_EQUAL(atomic_load(&st.violations), 0);
+    CU_ASSERT(atomic_load(&st.max_inside) <= MAX_LEASES);
+    CU_ASSERT_EQUAL(atomic_load(&st.cycles), (long)ST_THREADS * ST_CYCLES);
+    CU_ASSERT(samples > 0);
+    CU_ASSERT(most <= MAX_LEASES + 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+
+    for (int i = 0; i < ST_THREADS; i++) {
+        zkr_semaphore_free(w[i].s);
+        zkr_client_close(c[i]);
+    }
+    zkt_raw_close(zh);
 }
 
-/* ---- all or nothing ------------------------------------------------------------- */
+/* ---- acquire_n: all or nothing ------------------------------------------------------------------ */
 
-static void test_acquire_n_all_or_nothing(void)
+static void test_acquire_n(void)
 {
-    char p[128];
-    zkt_path("sem-n", p, sizeof p);
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    zkr_semaphore_t *sa, *sb;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sa, a, p, 4), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sb, b, p, 4), ZKR_OK);
-    zkr_lease_t *held[2];
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(sa, 2, 5000, held), ZKR_OK);
-    zkr_lease_t *three[3] = {(zkr_lease_t *)0x1, (zkr_lease_t *)0x1, (zkr_lease_t *)0x1};
+    char path[256];
+    zkt_path("semn", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_semaphore_t *a = new_sem(ca, path, 4), *b = new_sem(cb, path, 4);
+
+    zkr_lease_t *theirs[2] = {NULL, NULL};
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(a, 2, 5000, theirs), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(theirs[0]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(theirs[1]);
+    const char *their_paths[2] = {zkr_lease_path(theirs[0]), zkr_lease_path(theirs[1])};
+    CU_ASSERT_STRING_NOT_EQUAL(their_paths[0], their_paths[1]);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
+
+    /* The lease names: "<path>/leases/_c_<uuid>-lease-<10 digits>". */
+    char pattern[512];
+    snprintf(pattern, sizeof pattern,
+             "^%s/_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lease-[0-9]{10}$",
+             d.leases);
+    regex_t re;
+    CU_ASSERT_EQUAL_FATAL(regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB), 0);
+    CU_ASSERT_EQUAL(regexec(&re, their_paths[0], 0, NULL, 0), 0);
+    CU_ASSERT_EQUAL(regexec(&re, their_paths[1], 0, NULL, 0), 0);
+    regfree(&re);
+
+    /* 3 more than the 2 left: nothing at all, after the deadline. */
+    zkr_lease_t *ours[3] = {(zkr_lease_t *)1, (zkr_lease_t *)1, (zkr_lease_t *)1};
     int64_t t0 = zkt_now_ms();
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(sb, 3, 300, three), ZKR_ETIMEDOUT);
-    CU_ASSERT_TRUE(zkt_now_ms() - t0 < 5000); /* one deadline, not three */
-    for (int i = 0; i < 3; i++)
-        CU_ASSERT_PTR_NULL(three[i]);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 2); /* none of ours left */
-    CU_ASSERT_EQUAL(children_of(p, "locks"), 0);
-    zkr_lease_t *two[2];
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(sb, 2, 5000, two), ZKR_OK);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 4);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(b, 3, 300, ours), ZKR_ETIMEDOUT);
+    CU_ASSERT(zkt_now_ms() - t0 >= 295);
+    CU_ASSERT_PTR_NULL(ours[0]);
+    CU_ASSERT_PTR_NULL(ours[1]);
+    CU_ASSERT_PTR_NULL(ours[2]);
+    CU_ASSERT(children_are(zh, d.leases, their_paths, 2));
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+
+    /* Participants: every lease, in order. */
     char **parts = NULL;
-    size_t n = 0;
-    CU_ASSERT_EQUAL(zkr_semaphore_participants(sb, &parts, &n), ZKR_OK);
-    CU_ASSERT_EQUAL(n, 4);
-    for (size_t i = 0; i < n; i++)
-        CU_ASSERT_PTR_NOT_NULL(strstr(parts[i], "/leases/_c_"));
-    zkr_strings_free(parts, n);
-    int64_t t1, t2;
-    CU_ASSERT_EQUAL(zkr_lease_fencing_token(two[0], &t1), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_fencing_token(two[1], &t2), ZKR_OK);
-    CU_ASSERT_TRUE(t2 > t1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(zkr_lease_path(two[0]), "-lease-"));
+    size_t np = 0;
+    CU_ASSERT_EQUAL(zkr_semaphore_participants(b, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL(np, 2);
+    if (np == 2) {
+        CU_ASSERT_STRING_EQUAL(parts[0], their_paths[0]);
+        CU_ASSERT_STRING_EQUAL(parts[1], their_paths[1]);
+    }
+    zkr_strings_free(parts, np);
+
+    /* 2 fit. */
+    zkr_lease_t *two[2] = {NULL, NULL};
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(b, 2, 5000, two), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL(two[0]);
+    CU_ASSERT_PTR_NOT_NULL(two[1]);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 4);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    /* Full now. */
+    zkr_lease_t *one = (zkr_lease_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(b, 0, &one), ZKR_ETIMEDOUT);
+    CU_ASSERT_PTR_NULL(one);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 4);
+
     CU_ASSERT_EQUAL(zkr_lease_return_all(two, 2), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(held, 2), ZKR_OK);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 0);
-    zkr_semaphore_free(sa);
-    zkr_semaphore_free(sb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    CU_ASSERT_PTR_NULL(two[0]);
+    CU_ASSERT_PTR_NULL(two[1]);
+    CU_ASSERT(children_are(zh, d.leases, their_paths, 2));
+
+    /* Leases outlive the semaphore object that made them. */
+    zkr_semaphore_free(a);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
+    CU_ASSERT_EQUAL(zkr_lease_return(theirs[0]), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(theirs[1]), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+
+    zkr_semaphore_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
 }
 
-/* ---- shared count ------------------------------------------------------------------ */
+/* ---- shared count -------------------------------------------------------------------------------- */
 
-typedef struct sem_wait_arg {
+typedef struct sem_call {
     zkr_semaphore_t *s;
-    int64_t timeout;
-    atomic_int done;
+    int64_t timeout_ms;
     int rc;
     zkr_lease_t *lease;
-} sem_wait_arg_t;
+    atomic_int done;
+    pthread_t tid;
+} sem_call_t;
 
-static void *sem_wait_thread(void *p)
+static void *sem_call_main(void *arg)
 {
-    sem_wait_arg_t *a = p;
-    a->rc = zkr_semaphore_acquire(a->s, a->timeout, &a->lease);
-    atomic_store(&a->done, 1);
+    sem_call_t *sc = arg;
+    sc->rc = zkr_semaphore_acquire(sc->s, sc->timeout_ms, &sc->lease);
+    atomic_store(&sc->done, 1);
     return NULL;
 }
 
-static int sem_done(void *p)
+static void sem_call_start(sem_call_t *sc, zkr_semaphore_t *s, int64_t timeout_ms)
 {
-    return atomic_load(&((sem_wait_arg_t *)p)->done);
+    memset(sc, 0, sizeof *sc);
+    sc->s = s;
+    sc->timeout_ms = timeout_ms;
+    sc->rc = 1;
+    CU_ASSERT_FATAL(pthread_create(&sc->tid, NULL, sem_call_main, sc) == 0);
 }
 
 static void test_shared_count(void)
 {
-    char p[128], cp[160];
-    zkt_path("sem-shared", p, sizeof p);
-    snprintf(cp, sizeof cp, "%s-count", p);
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
+    char path[256], count[256], bad[256], missing[256];
+    zkt_path("semshared", path, sizeof path);
+    zkt_path("count", count, sizeof count);
+    zkt_path("badcount", bad, sizeof bad);
+    zkt_path("nocount", missing, sizeof missing);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+
+    /* The count node: 4 bytes, big-endian, signed (Curator SharedCount). */
     int32_t v = 0;
-    CU_ASSERT_EQUAL(zkr_shared_count_get(a, cp, &v), ZKR_ENONODE);
-    CU_ASSERT_EQUAL_FATAL(zkr_shared_count_set(a, cp, 1), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_shared_count_get(b, cp, &v), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(ca, count, &v), ZKR_ENONODE);
+    CU_ASSERT_EQUAL(zkr_shared_count_set(ca, count, -5), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(cb, count, &v), ZKR_OK);
+    CU_ASSERT_EQUAL(v, -5);
+    char raw[16];
+    int rlen = (int)sizeof raw;
+    struct Stat stt;
+    CU_ASSERT_EQUAL(zoo_get(zh, count, 0, raw, &rlen, &stt), ZOK);
+    CU_ASSERT_EQUAL(rlen, 4);
+    CU_ASSERT(rlen == 4 && memcmp(raw, "\xff\xff\xff\xfb", 4) == 0);
+    CU_ASSERT_EQUAL(zkr_shared_count_set(ca, count, 1), ZKR_OK);
+    rlen = (int)sizeof raw;
+    CU_ASSERT_EQUAL(zoo_get(zh, count, 0, raw, &rlen, &stt), ZOK);
+    CU_ASSERT(rlen == 4 && memcmp(raw, "\0\0\0\1", 4) == 0);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(cb, count, &v), ZKR_OK);
     CU_ASSERT_EQUAL(v, 1);
-    zkr_semaphore_t *sa, *sb;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&sa, a, p, cp), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&sb, b, p, cp), ZKR_OK);
-    zkr_lease_t *la = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(sa, 5000, &la), ZKR_OK);
-    sem_wait_arg_t w = {sb, 20000, 0, -99, NULL};
-    pthread_t t;
-    pthread_create(&t, NULL, sem_wait_thread, &w);
-    zkt_sleep_ms(500);
-    CU_ASSERT_FALSE(atomic_load(&w.done)); /* count 1, held */
-    CU_ASSERT_EQUAL(zkr_shared_count_set(a, cp, 2), ZKR_OK);
-    CU_ASSERT_TRUE(zkt_wait_for(sem_done, &w, 10000)); /* in without a release */
-    pthread_join(t, NULL);
+
+    zkr_semaphore_t *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&a, ca, path, count), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&b, cb, path, count), ZKR_OK);
+    zkr_lease_t *held = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(a, 5000, &held), ZKR_OK);
+
+    /* The waiter is in (its lease waits for room), and stays there. */
+    sem_call_t w;
+    sem_call_start(&w, b, 20000);
+    CU_ASSERT(wait_kids(zh, d.leases, 2));
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 1);
+    CU_ASSERT_EQUAL(atomic_load(&w.done), 0);
+
+    /* Raising the count lets it in; the holder has not released. */
+    CU_ASSERT_EQUAL(zkr_shared_count_set(ca, count, 2), ZKR_OK);
+    CU_ASSERT(zkt_wait_for(flag_set, &w.done, POLL_MS));
+    pthread_join(w.tid, NULL);
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 2);
-    zkr_lease_return(w.lease);
-    zkr_lease_return(la);
+    CU_ASSERT_PTR_NOT_NULL(w.lease);
+    CU_ASSERT_EQUAL(zkr_lease_hold_state(held), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    CU_ASSERT_EQUAL(zkr_lease_return(w.lease), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(held), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    zkr_semaphore_free(a);
+    zkr_semaphore_free(b);
 
-    /* Malformed and missing counts. */
-    zhandle_t *raw = zkt_raw();
-    char badp[200];
-    snprintf(badp, sizeof badp, "%s-bad", p);
-    CU_ASSERT_EQUAL(zoo_create(raw, badp, "abc", 3, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    zkr_semaphore_t *sbad, *smissing;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&sbad, a, p, badp), ZKR_OK);
-    zkr_lease_t *l = (zkr_lease_t *)0x1;
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire(sbad, 1000, &l), ZKR_EBADDATA);
+    /* A count node that is not 4 bytes. */
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, bad, "abc", 3, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(ca, bad, &v), ZKR_EBADDATA);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&a, ca, path, bad), ZKR_OK);
+    zkr_lease_t *l = (zkr_lease_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(a, 1000, &l), ZKR_EBADDATA);
     CU_ASSERT_PTR_NULL(l);
-    CU_ASSERT_EQUAL(zkr_shared_count_get(a, badp, &v), ZKR_EBADDATA);
-    snprintf(badp, sizeof badp, "%s-missing", p);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&smissing, a, p, badp), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire(smissing, 1000, &l), ZKR_ENONODE);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 0); /* failures leave nothing */
-    CU_ASSERT_EQUAL(children_of(p, "locks"), 0);
-    zkt_raw_close(raw);
-    zkr_semaphore_free(sbad);
-    zkr_semaphore_free(smissing);
-    zkr_semaphore_free(sa);
-    zkr_semaphore_free(sb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    /* Longer than 4 bytes is just as bad (and so is empty). */
+    CU_ASSERT_EQUAL(zoo_set(zh, bad, "\0\0\0\1\0\0\0\1\0\0\0\1", 12, -1), ZOK);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(ca, bad, &v), ZKR_EBADDATA);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(a, 1000, &l), ZKR_EBADDATA);
+    CU_ASSERT_EQUAL(zoo_set(zh, bad, "", 0, -1), ZOK);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(ca, bad, &v), ZKR_EBADDATA);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(a, 1000, &l), ZKR_EBADDATA);
+    CU_ASSERT_PTR_NULL(l);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    zkr_semaphore_free(a);
+
+    /* No count node at all. */
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new_shared(&a, ca, path, missing), ZKR_OK);
+    l = (zkr_lease_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(a, 1000, &l), ZKR_ENONODE);
+    CU_ASSERT_PTR_NULL(l);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(ca, missing, &v), ZKR_ENONODE);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    zkr_semaphore_free(a);
+
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
 }
 
-/* ---- killed holder --------------------------------------------------------------------- */
+/* ---- a holder killed with SIGKILL --------------------------------------------------------------- */
 
-static void test_killed_holder_lease_vanishes(void)
+#define KILLED_SESSION_MS 2000
+
+static int killed_holder_child(const char *path, int fd)
 {
-    char p[128];
-    zkt_path("sem-killed", p, sizeof p);
-    int fds[2];
-    CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+    zkr_client_t *c = plain_client(KILLED_SESSION_MS);
+    if (!c)
+        return 20;
+    zkr_semaphore_t *s = NULL;
+    zkr_lease_t *l = NULL;
+    if (zkr_semaphore_new(&s, c, path, 1) != ZKR_OK || zkr_semaphore_acquire(s, 20000, &l) != ZKR_OK)
+        return 21;
+    if (write(fd, "H", 1) != 1)
+        return 22;
+    for (int i = 0; i < 600; i++) /* the parent kills us long before this */
+        zkt_sleep_ms(100);
+    return 23;
+}
+
+static void test_killed_holder(void)
+{
+    char path[256];
+    zkt_path("semkilled", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    int p[2];
+    CU_ASSERT_FATAL(pipe(p) == 0);
+    fflush(NULL);
     pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) {
-        close(fds[0]);
-        zkr_client_options_t o;
-        zkr_client_options_init(&o);
-        o.session_timeout_ms = 2000;
-        o.zk_log_level = 0;
-        zkr_client_t *c = NULL;
-        zkr_semaphore_t *s = NULL;
-        zkr_lease_t *l = NULL;
-        char ok = 'n';
-        if (zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK && zkr_semaphore_new(&s, c, p, 1) == ZKR_OK &&
-            zkr_semaphore_acquire(s, 5000, &l) == ZKR_OK)
-            ok = 'y';
-        if (write(fds[1], &ok, 1) != 1)
-            _exit(3);
-        for (;;)
-            pause();
+        close(p[0]);
+        _exit(killed_holder_child(path, p[1]));
     }
-    close(fds[1]);
-    char got = 0;
-    CU_ASSERT_EQUAL_FATAL(read(fds[0], &got, 1), 1);
-    close(fds[0]);
-    CU_ASSERT_EQUAL(got, 'y');
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 1);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    zkr_client_t *b = zkt_client(SESSION_MS);
-    zkr_semaphore_t *sb;
-    zkr_lease_t *lb = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sb, b, p, 1), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire(sb, 20000, &lb), ZKR_OK);
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 1); /* only ours: the dead one vanished */
-    CU_ASSERT_EQUAL(zkr_lease_return(lb), ZKR_OK);
-    zkr_semaphore_free(sb);
-    zkr_client_close(b);
+    close(p[1]);
+    int b = read_byte(p[0], 30000);
+    close(p[0]);
+    if (b != 'H') {
+        kill(pid, SIGKILL);
+        wait_child(pid, 10000);
+        CU_FAIL_FATAL("the child did not take the lease");
+    }
+
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_semaphore_t *s = new_sem(c, path, 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
+    zkr_lease_t *l = NULL;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 0, &l), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
+
+    CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
+    CU_ASSERT_EQUAL(wait_child(pid, 10000), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 20000, &l), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL(l);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    zkr_semaphore_free(s);
+    zkr_client_close(c);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    zkt_raw_close(zh);
 }
 
-/* ---- no orphans after timeouts --------------------------------------------------------- */
+/* ---- timeouts leave no orphan lease ---------------------------------------------------------------- */
 
-static void test_no_orphan_after_timeouts(void)
+#define TO_THREADS 4
+#define TO_ROUNDS 5
+
+typedef struct to_worker {
+    pthread_t tid;
+    zkr_semaphore_t *s;
+    int unexpected; /* results other than ZKR_ETIMEDOUT */
+    int last_rc;
+    int leaked;     /* a lease handed out anyway */
+} to_worker_t;
+
+static void *to_worker_main(void *arg)
 {
-    char p[128];
-    zkt_path("sem-orphans", p, sizeof p);
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    zkr_semaphore_t *sa, *sb;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sa, a, p, 2), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&sb, b, p, 2), ZKR_OK);
-    zkr_lease_t *held[2];
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(sa, 2, 5000, held), ZKR_OK);
-    for (int i = 0; i < 12; i++) {
+    to_worker_t *w = arg;
+    for (int i = 0; i < 2 * TO_ROUNDS; i++) {
         zkr_lease_t *l = NULL;
-        CU_ASSERT_EQUAL(zkr_semaphore_acquire(sb, i % 2 ? 100 : 0, &l), ZKR_ETIMEDOUT);
-        CU_ASSERT_PTR_NULL(l);
+        int rc = zkr_semaphore_acquire(w->s, (i % 2) ? 100 : 0, &l);
+        if (rc != ZKR_ETIMEDOUT) {
+            w->unexpected++;
+            w->last_rc = rc;
+        }
+        if (l) {
+            w->leaked++;
+            zkr_lease_return(l);
+        }
     }
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 2);
-    CU_ASSERT_EQUAL(children_of(p, "locks"), 0);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(held, 2), ZKR_OK);
-    zkr_semaphore_free(sa);
-    zkr_semaphore_free(sb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    return NULL;
 }
 
-/* ---- non-reentrant mutex ----------------------------------------------------------------- */
+static void test_no_orphans(void)
+{
+    char path[256];
+    zkt_path("semorphan", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_semaphore_t *a = new_sem(ca, path, 2), *b = new_sem(cb, path, 2);
+    zkr_lease_t *la = NULL, *lb = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(a, 5000, &la), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(b, 5000, &lb), ZKR_OK);
+    const char *held[2] = {zkr_lease_path(la), zkr_lease_path(lb)};
 
-typedef struct smx_arg {
+    zkr_client_t *wc[TO_THREADS];
+    to_worker_t w[TO_THREADS];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < TO_THREADS; i++) {
+        wc[i] = zkt_client(SESSION_MS);
+        w[i].s = new_sem(wc[i], path, 2);
+        CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, to_worker_main, &w[i]) == 0);
+    }
+    for (int i = 0; i < TO_THREADS; i++) {
+        pthread_join(w[i].tid, NULL);
+        CU_ASSERT_EQUAL(w[i].unexpected, 0);
+        if (w[i].unexpected)
+            printf("\n  unexpected: %s\n", zkr_err_name(w[i].last_rc));
+        CU_ASSERT_EQUAL(w[i].leaked, 0);
+    }
+    /* Exactly the holders' leases; nobody left in locks/. */
+    CU_ASSERT(children_are(zh, d.leases, held, 2));
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+
+    /* And the semaphore still works for the ones that timed out. */
+    CU_ASSERT_EQUAL(zkr_lease_return(la), ZKR_OK);
+    zkr_lease_t *l = NULL;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(w[0].s, 0, &l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
+    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(lb), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+
+    for (int i = 0; i < TO_THREADS; i++) {
+        zkr_semaphore_free(w[i].s);
+        zkr_client_close(wc[i]);
+    }
+    zkr_semaphore_free(a);
+    zkr_semaphore_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
+/* ---- only the locks/ holder watches the leases ------------------------------------------------------ */
+
+#define NH_WAITERS 4
+
+typedef struct nh_waiter {
+    pthread_t tid;
+    zkr_semaphore_t *s;
+    int rc, rc_return;
+} nh_waiter_t;
+
+static void *nh_main(void *arg)
+{
+    nh_waiter_t *w = arg;
+    zkr_lease_t *l = NULL;
+    w->rc = zkr_semaphore_acquire(w->s, LONG_WAIT_MS, &l);
+    w->rc_return = zkr_lease_return(l);
+    return NULL;
+}
+
+typedef struct dir_watches {
+    const char *dir;
+    int n;
+} dir_watches_t;
+
+static int dir_watches_are(void *arg)
+{
+    dir_watches_t *w = arg;
+    return watches_under(w->dir) == w->n;
+}
+
+static int one_children_watch(void *arg)
+{
+    (void)arg;
+    return children_watches() == 1;
+}
+
+static void test_no_herd(void)
+{
+    char path[256];
+    zkt_path("semherd", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *hc = zkt_client(SESSION_MS);
+    zkr_semaphore_t *hs = new_sem(hc, path, 1);
+    zkr_lease_t *held = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(hs, 5000, &held), ZKR_OK);
+
+    zkr_client_t *wc[NH_WAITERS];
+    nh_waiter_t w[NH_WAITERS];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < NH_WAITERS; i++) {
+        wc[i] = zkt_client(SESSION_MS);
+        w[i].s = new_sem(wc[i], path, 1);
+        w[i].rc = w[i].rc_return = 1;
+        CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, nh_main, &w[i]) == 0);
+    }
+    /* One waiter holds locks/ and has its lease waiting for room; the
+     * others queue on locks/, each watching its predecessor there. */
+    CU_ASSERT(wait_kids(zh, d.locks, NH_WAITERS));
+    CU_ASSERT(wait_kids(zh, d.leases, 2));
+    dir_watches_t dw = {d.locks, NH_WAITERS - 1};
+    CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
+    CU_ASSERT_EQUAL(watches_under(d.leases), 0);
+    /* Exactly one children watch on the whole server: the locks/ holder's
+     * on leases/ (set just after its lease appeared). */
+    CU_ASSERT(zkt_wait_for(one_children_watch, NULL, POLL_MS));
+    CU_ASSERT_EQUAL(children_watches(), 1);
+
+    CU_ASSERT_EQUAL(zkr_lease_return(held), ZKR_OK);
+    for (int i = 0; i < NH_WAITERS; i++) {
+        pthread_join(w[i].tid, NULL);
+        CU_ASSERT_EQUAL(w[i].rc, ZKR_OK);
+        CU_ASSERT_EQUAL(w[i].rc_return, ZKR_OK);
+    }
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+
+    for (int i = 0; i < NH_WAITERS; i++) {
+        zkr_semaphore_free(w[i].s);
+        zkr_client_close(wc[i]);
+    }
+    zkr_semaphore_free(hs);
+    zkr_client_close(hc);
+    zkt_raw_close(zh);
+}
+
+/* ---- the non-reentrant mutex -------------------------------------------------------------------------- */
+
+typedef struct smx_call {
+    pthread_t tid;
     zkr_semaphore_mutex_t *m;
     int rc;
-} smx_arg_t;
+} smx_call_t;
 
-static void *smx_release_thread(void *p)
+static void *smx_release_main(void *arg)
 {
-    smx_arg_t *a = p;
-    a->rc = zkr_semaphore_mutex_release(a->m);
+    smx_call_t *sc = arg;
+    sc->rc = zkr_semaphore_mutex_release(sc->m);
     return NULL;
 }
 
 static void test_semaphore_mutex(void)
 {
-    char p[128];
-    zkt_path("smutex", p, sizeof p);
-    zkr_client_t *a = zkt_client(SESSION_MS), *b = zkt_client(SESSION_MS);
-    zkr_semaphore_mutex_t *ma, *mb;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&ma, a, p), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&mb, b, p), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(ma), ZKR_ENOTOWNER);
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_acquire(ma, 5000), ZKR_OK);
-    CU_ASSERT_TRUE(zkr_semaphore_mutex_is_held(ma));
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_hold_state(ma), ZKR_HOLD_SAFE);
-    int64_t t1 = 0, t2 = 0;
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(ma, &t1), ZKR_OK);
-    /* Not reentrant: the holder's own second acquire waits and times out. */
+    char path[256];
+    zkt_path("semmutex", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_semaphore_mutex_t *m1 = NULL, *m2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&m1, ca, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&m2, cb, path), ZKR_OK);
+
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m1), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_hold_state(m1), ZKR_HOLD_NONE);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_acquire(m1, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(m1), 1);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_hold_state(m1), ZKR_HOLD_SAFE);
+    int64_t t1 = 0, t1b = 0;
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m1, &t1), ZKR_OK);
+
+    /* Not reentrant: the holder itself waits and times out, and keeps its
+     * hold; nothing of the attempt is left behind. */
     int64_t t0 = zkt_now_ms();
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(ma, 300), ZKR_ETIMEDOUT);
-    CU_ASSERT_TRUE(zkt_now_ms() - t0 >= 290);
-    CU_ASSERT_TRUE(zkr_semaphore_mutex_is_held(ma)); /* the first hold stands */
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(mb, 200), ZKR_ETIMEDOUT);
-    /* Release from another thread. */
-    smx_arg_t r = {ma, -99};
-    pthread_t t;
-    pthread_create(&t, NULL, smx_release_thread, &r);
-    pthread_join(t, NULL);
-    CU_ASSERT_EQUAL(r.rc, ZKR_OK);
-    CU_ASSERT_FALSE(zkr_semaphore_mutex_is_held(ma));
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(mb, 5000), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(mb, &t2), ZKR_OK);
-    CU_ASSERT_TRUE(t2 > t1);
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(mb), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(ma, 5000), ZKR_OK);
-    int64_t t3 = 0;
-    zkr_semaphore_mutex_fencing_token(ma, &t3);
-    CU_ASSERT_TRUE(t3 > t2);
-    zkr_semaphore_mutex_free(ma); /* releases the open hold */
-    CU_ASSERT_EQUAL(children_of(p, "leases"), 0);
-    zkr_semaphore_mutex_free(mb);
-    zkr_client_close(a);
-    zkr_client_close(b);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m1, 300), ZKR_ETIMEDOUT);
+    CU_ASSERT(zkt_now_ms() - t0 >= 295);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(m1), 1);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m1, &t1b), ZKR_OK);
+    CU_ASSERT_EQUAL(t1, t1b);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m2, 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m2, 200), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(m2), 0);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m2), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(m1), 1);
+
+    /* Any thread may release. */
+    smx_call_t sc = {.m = m1, .rc = 1};
+    CU_ASSERT_FATAL(pthread_create(&sc.tid, NULL, smx_release_main, &sc) == 0);
+    pthread_join(sc.tid, NULL);
+    CU_ASSERT_EQUAL(sc.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(m1), 0);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m1, &t1b), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m1), ZKR_ENOTOWNER);
+
+    /* And then it can be taken again. */
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m1, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m1), ZKR_OK);
+
+    /* Successive holders (alternating objects and sessions): increasing
+     * fencing tokens. */
+    int64_t last = t1;
+    zkr_semaphore_mutex_t *ms[2] = {m1, m2};
+    for (int r = 0; r < 10; r++) {
+        zkr_semaphore_mutex_t *m = ms[r % 2];
+        CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_acquire(m, 5000), ZKR_OK);
+        int64_t t = 0;
+        CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m, &t), ZKR_OK);
+        CU_ASSERT(t > last);
+        last = t;
+        CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m), ZKR_OK);
+    }
+
+    /* Freeing a held one releases it. */
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m2, 5000), ZKR_OK);
+    zkr_semaphore_mutex_free(m2);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(m1, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(m1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+
+    zkr_semaphore_mutex_free(m1);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
 }
 
-/* ---- bad arguments ------------------------------------------------------------------------- */
+/* ---- bad arguments ------------------------------------------------------------------------------------- */
+
+static const char *const bad_paths[] = {
+    NULL, "", "relative", "/trailing/", "/a//b", "/zookeeper/x", "/", "/zookeeper", "/a/./b", "/a/../b",
+};
+#define N_BAD_PATHS (sizeof bad_paths / sizeof bad_paths[0])
 
 static void test_bad_arguments(void)
 {
+    char path[256], count[256];
+    zkt_path("sembad", path, sizeof path);
+    zkt_path("sembadcount", count, sizeof count);
     zkr_client_t *c = zkt_client(SESSION_MS);
-    zkr_semaphore_t *s = (zkr_semaphore_t *)0x1;
-    const char *bad[] = {"", "relative", "/trailing/", "/a//b", "/zookeeper/x", "/", NULL};
-    for (int i = 0; bad[i]; i++) {
-        CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, bad[i], 1), ZKR_EINVAL);
-        CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, c, bad[i], "/count"), ZKR_EINVAL);
-        CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, c, "/sem", bad[i]), ZKR_EINVAL);
-        zkr_semaphore_mutex_t *m;
-        CU_ASSERT_EQUAL(zkr_semaphore_mutex_new(&m, c, bad[i]), ZKR_EINVAL);
-        CU_ASSERT_EQUAL(zkr_shared_count_set(c, bad[i], 1), ZKR_EINVAL);
-    }
+    zkr_semaphore_t *s = (zkr_semaphore_t *)1;
+    zkr_semaphore_mutex_t *m = (zkr_semaphore_mutex_t *)1;
+
+    /* Constructors. */
+    CU_ASSERT_EQUAL(zkr_semaphore_new(NULL, c, path, 1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, NULL, path, 1), ZKR_EINVAL);
     CU_ASSERT_PTR_NULL(s);
-    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, "/sem", 0), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, "/sem", -1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_new(NULL, c, "/sem", 1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, NULL, "/sem", 1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, NULL, 1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, c, "/sem", NULL), ZKR_EINVAL);
-    zkr_lease_t *l;
-    zkr_lease_t *ls[2];
+    s = (zkr_semaphore_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, path, 0), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    s = (zkr_semaphore_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, path, -1), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(zkr_semaphore_new_shared(NULL, c, path, count), ZKR_EINVAL);
+    s = (zkr_semaphore_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, NULL, path, count), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(s);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_new(NULL, c, path), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_new(&m, NULL, path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(m);
+    int32_t v = 0;
+    for (size_t i = 0; i < N_BAD_PATHS; i++) {
+        const char *bp = bad_paths[i];
+        s = (zkr_semaphore_t *)1;
+        CU_ASSERT_EQUAL(zkr_semaphore_new(&s, c, bp, 1), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(s);
+        s = (zkr_semaphore_t *)1;
+        CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, c, bp, count), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(s);
+        s = (zkr_semaphore_t *)1;
+        CU_ASSERT_EQUAL(zkr_semaphore_new_shared(&s, c, path, bp), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(s);
+        m = (zkr_semaphore_mutex_t *)1;
+        CU_ASSERT_EQUAL(zkr_semaphore_mutex_new(&m, c, bp), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(m);
+        CU_ASSERT_EQUAL(zkr_shared_count_set(c, bp, 1), ZKR_EINVAL);
+        CU_ASSERT_EQUAL(zkr_shared_count_get(c, bp, &v), ZKR_EINVAL);
+    }
+    CU_ASSERT_EQUAL(zkr_shared_count_set(NULL, count, 1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(NULL, count, &v), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_shared_count_get(c, count, NULL), ZKR_EINVAL);
+
+    /* NULL objects. */
+    zkr_lease_t *l = (zkr_lease_t *)1;
+    zkr_lease_t *ls[2] = {(zkr_lease_t *)1, (zkr_lease_t *)1};
+    int64_t tok = 0;
+    char **parts = NULL;
+    size_t n = 0;
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(NULL, 0, &l), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(l);
     CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(NULL, 1, 0, ls), ZKR_EINVAL);
-    zkr_semaphore_t *ok;
-    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&ok, c, "/zkr-test/sem-bad-args", 1), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire(ok, 0, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(ok, 0, 0, ls), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(ok, -1, 0, ls), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(ok, 1, 0, NULL), ZKR_EINVAL);
-    char **parts;
-    size_t n;
-    CU_ASSERT_EQUAL(zkr_semaphore_participants(NULL, &parts, &n), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_participants(ok, NULL, &n), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_set_hold_listener(NULL, NULL, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_participants(NULL, &parts, &n), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_lease_return(NULL), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_lease_return_all(NULL, 1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, -1), ZKR_EINVAL);
-    int64_t tok;
-    int32_t v;
-    CU_ASSERT_EQUAL(zkr_lease_fencing_token(NULL, &tok), ZKR_EINVAL);
-    CU_ASSERT_PTR_NULL(zkr_lease_path(NULL));
     CU_ASSERT_EQUAL(zkr_lease_hold_state(NULL), ZKR_HOLD_NONE);
-    CU_ASSERT_EQUAL(zkr_shared_count_set(NULL, "/c", 1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_shared_count_get(c, "/c", NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_shared_count_get(NULL, "/c", &v), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_semaphore_mutex_new(NULL, c, "/m"), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(zkr_lease_path(NULL));
+    CU_ASSERT_EQUAL(zkr_lease_fencing_token(NULL, &tok), ZKR_EINVAL);
+    zkr_semaphore_free(NULL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(NULL, 0), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_is_held(NULL), 0);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(NULL, &tok), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_set_hold_listener(NULL, NULL, NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_hold_state(NULL), ZKR_HOLD_NONE);
-    zkr_semaphore_free(ok);
-    zkr_semaphore_free(NULL);
     zkr_semaphore_mutex_free(NULL);
+
+    /* Good objects, bad other arguments. */
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, path, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 0, NULL), ZKR_EINVAL);
+    ls[0] = ls[1] = (zkr_lease_t *)1;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(s, 0, 0, ls), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(s, -1, 0, ls), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(s, 2, 0, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_participants(s, NULL, &n), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_semaphore_participants(s, &parts, NULL), ZKR_EINVAL);
+    ls[0] = ls[1] = NULL;
+    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, -1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, 2), ZKR_OK); /* NULL entries skipped */
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 5000, &l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_fencing_token(l, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_fencing_token(l, &tok), ZKR_OK);
+    CU_ASSERT(tok > 0);
+    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    zkr_semaphore_free(s);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m, NULL), ZKR_EINVAL);
+    zkr_semaphore_mutex_free(m);
+
+    zhandle_t *zh = zkt_raw();
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    zkt_raw_close(zh);
     zkr_client_close(c);
 }
+
+/* ---- registration ---------------------------------------------------------------------------------------- */
 
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("semaphore", NULL, NULL);
     CU_add_test(s, "bad arguments", test_bad_arguments);
-    CU_add_test(s, "acquire N: all or nothing, one deadline", test_acquire_n_all_or_nothing);
-    CU_add_test(s, "no orphan lease after timeouts", test_no_orphan_after_timeouts);
-    CU_add_test(s, "shared count: a change lets waiters in; bad and missing counts", test_shared_count);
-    CU_add_test(s, "non-reentrant mutex", test_semaphore_mutex);
-    CU_add_test(s, "killed holder: its lease vanishes with the session", test_killed_holder_lease_vanishes);
-    CU_add_test(s, "max leases never exceeded under stress", test_max_never_exceeded);
+    CU_add_test(s, "acquire_n is all or nothing", test_acquire_n);
+    CU_add_test(s, "shared count: raising it admits a waiter; bad and missing node", test_shared_count);
+    CU_add_test(s, "timeouts 0 and 100 ms leave no orphan lease", test_no_orphans);
+    CU_add_test(s, "only the locks/ holder watches the leases", test_no_herd);
+    CU_add_test(s, "semaphore mutex: not reentrant, any thread releases, tokens", test_semaphore_mutex);
+    CU_add_test(s, "holder SIGKILLed: its lease goes with its session", test_killed_holder);
+    CU_add_test(s, "never more than max holders under stress", test_max_holders);
 }
 
 int main(void)

@@ -30,10 +30,11 @@ void zkt_sleep_ms(int ms);
 int64_t zkt_now_ms(void);
 /* Wait up to timeout_ms for cond() to become true (polling). */
 int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms);
-/* Count data watches (wchc output) on path; -1 on error. */
+/* Sessions watching `path` per the server's wchp report; -1 on error.
+ * ZooKeeper 3.8's wchp/wchc/wchs list DATA watches only: a children watch
+ * shows only in mntr's zk_watch_count (so count children watches as
+ * zk_watch_count minus the wchs total). */
 int zkt_watches_on(const char *path);
-/* Number of watches registered on any path under dir (wchp), by kind is not
- * distinguished: children watches are counted on dir itself. */
 int zkt_watch_count_on_exact(const char *path);
 
 /* End session `id` from outside: open a second handle on it and close it,
