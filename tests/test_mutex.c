@@ -32,18 +32,6 @@
 
 /* ---- small helpers -------------------------------------------------------------- */
 
-/* A client for code that must not use CUnit (threads of a forked child). */
-static zkr_client_t *plain_client(int session_ms)
-{
-    zkr_client_options_t o;
-    zkr_client_options_init(&o);
-    o.session_timeout_ms = session_ms;
-    o.connect_timeout_ms = 20000;
-    o.zk_log_level = 0;
-    zkr_client_t *c = NULL;
-    return zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK ? c : NULL;
-}
-
 static zkr_mutex_t *new_mutex(zkr_client_t *c, const char *path)
 {
     zkr_mutex_t *m = NULL;
@@ -155,88 +143,7 @@ static int watches_under(const char *dir)
     return n;
 }
 
-/* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs. */
-static long long stat_value(const char *word, const char *key)
-{
-    char *r = zkt_4lw(word);
-    if (!r)
-        return -1;
-    long long v = -1;
-    size_t kl = strlen(key);
-    char *save = NULL;
-    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ':')) {
-            v = atoll(line + kl + 1);
-            break;
-        }
-    }
-    free(r);
-    return v;
-}
-
-/* Children watches on the whole server: every watch (mntr zk_watch_count)
- * minus the data watches (wchs); -1 if it could not be told. */
-static long long children_watches(void)
-{
-    for (int i = 0; i < 5; i++) {
-        long long d1 = stat_value("wchs", "Total watches");
-        long long all = stat_value("mntr", "zk_watch_count");
-        long long d2 = stat_value("wchs", "Total watches");
-        if (d1 >= 0 && all >= 0 && d1 == d2)
-            return all - d1;
-    }
-    return -1;
-}
-
 /* ---- child processes ------------------------------------------------------------------ */
-
-/* Wait (bounded) for a child; its exit status, 128+signal, or -1 if it had
- * to be killed. */
-static int wait_child(pid_t pid, int timeout_ms)
-{
-    int64_t end = zkt_now_ms() + timeout_ms;
-    int st = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (zkt_now_ms() >= end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        zkt_sleep_ms(20);
-    }
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return -1;
-}
-
-/* Read one byte within timeout_ms; the byte, or -1. */
-static int read_byte(int fd, int timeout_ms)
-{
-    struct pollfd p = {fd, POLLIN, 0};
-    int64_t end = zkt_now_ms() + timeout_ms;
-    for (;;) {
-        int left = (int)(end - zkt_now_ms());
-        if (left < 0)
-            return -1;
-        int r = poll(&p, 1, left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        unsigned char b;
-        ssize_t n = read(fd, &b, 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n == 1 ? b : -1;
-    }
-}
 
 /* ---- mutual exclusion under contention -------------------------------------------------- */
 
@@ -265,22 +172,11 @@ static void stress_error(stress_shared_t *sh, int rc)
     atomic_compare_exchange_strong(&sh->first_error, &zero, rc);
 }
 
-/* A random pause of up to max_us (0 half of the time): varies who
- * arrives when, so that every window of the protocol gets visited. */
-static void jitter(unsigned *seed, int max_us)
-{
-    int r = (int)(rand_r(seed) % (unsigned)(2 * max_us));
-    if (r < max_us) {
-        struct timespec ts = {0, (long)r * 1000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 /* cycles acquire/check/release rounds on m; 0 if every call behaved. */
 static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles, unsigned seed)
 {
     for (int i = 0; i < cycles; i++) {
-        jitter(&seed, 1000);
+        zkt_jitter(&seed, 1000);
         int rc = zkr_mutex_acquire(m, LONG_WAIT_MS);
         if (rc != ZKR_OK) {
             stress_error(sh, rc);
@@ -298,7 +194,7 @@ static int stress_cycles(stress_shared_t *sh, zkr_mutex_t *m, int cycles, unsign
         atomic_store(&sh->last_token, token);
         long v = atomic_load(&sh->counter);
         sched_yield();
-        jitter(&seed, 300);
+        zkt_jitter(&seed, 300);
         atomic_store(&sh->counter, v + 1);
         atomic_fetch_add(&sh->cycles, 1);
         atomic_fetch_sub(&sh->inside, 1);
@@ -331,9 +227,9 @@ static void *stress_thread_main(void *arg)
 /* The body of a forked contender: waits for the go byte, then hammers. */
 static int stress_child(stress_shared_t *sh, const char *path, int go_fd)
 {
-    if (read_byte(go_fd, CHILD_WAIT_MS) != 'g')
+    if (zkt_read_byte(go_fd, CHILD_WAIT_MS) != 'g')
         return 10;
-    zkr_client_t *c = plain_client(SESSION_MS);
+    zkr_client_t *c = zkt_plain_client(SESSION_MS);
     if (!c)
         return 11;
     zkr_mutex_t *m = NULL;
@@ -398,7 +294,7 @@ static void test_mutual_exclusion(void)
         CU_ASSERT_EQUAL(th[i].failed, 0);
     }
     for (int i = 0; i < ST_CHILDREN; i++)
-        CU_ASSERT_EQUAL(wait_child(pids[i], CHILD_WAIT_MS), 0);
+        CU_ASSERT_EQUAL(zkt_wait_child(pids[i], CHILD_WAIT_MS), 0);
 
     long expected = (long)n * ST_THREAD_CYCLES + (long)ST_CHILDREN * ST_CHILD_CYCLES;
     CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
@@ -812,10 +708,10 @@ static void test_herd(void)
     CU_ASSERT_EQUAL(report_sessions(report, path, dummy, 1), 0);
     CU_ASSERT_EQUAL(report_watches_under(report, path), HERD_N);
     free(report);
-    CU_ASSERT_EQUAL(children_watches(), 0);
+    CU_ASSERT_EQUAL(zkt_children_watches(), 0);
 
     /* Hand the lock down the queue: each release wakes exactly one. */
-    long long woken0 = stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    long long woken0 = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
     CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
     for (int k = 0; k < HERD_N; k++) {
         herd_want_t want = {&h, k + 1};
@@ -842,7 +738,7 @@ static void test_herd(void)
         CU_ASSERT_EQUAL(w[i].go_timed_out, 0);
     }
     CU_ASSERT_EQUAL(h.max_inside, 1);
-    long long woken1 = stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    long long woken1 = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
     /* 21 deletions woke 20 watchers in all: one per hand-off. */
     CU_ASSERT_EQUAL(woken1 - woken0, HERD_N);
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
@@ -948,7 +844,7 @@ static void test_fifo(void)
 
 static int killed_holder_child(const char *path, int fd)
 {
-    zkr_client_t *c = plain_client(KILLED_SESSION_MS);
+    zkr_client_t *c = zkt_plain_client(KILLED_SESSION_MS);
     if (!c)
         return 20;
     zkr_mutex_t *m = NULL;
@@ -975,11 +871,11 @@ static void test_killed_holder(void)
         _exit(killed_holder_child(path, p[1]));
     }
     close(p[1]);
-    int b = read_byte(p[0], 30000);
+    int b = zkt_read_byte(p[0], 30000);
     close(p[0]);
     if (b != 'H') {
         kill(pid, SIGKILL);
-        wait_child(pid, 10000);
+        zkt_wait_child(pid, 10000);
         CU_FAIL_FATAL("the child did not take the lock");
     }
 
@@ -990,7 +886,7 @@ static void test_killed_holder(void)
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 0), ZKR_ETIMEDOUT);
 
     CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
-    CU_ASSERT_EQUAL(wait_child(pid, 10000), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(zkt_wait_child(pid, 10000), 128 + SIGKILL);
     /* Queued behind the dead holder's node until its session expires. */
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 20000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 1);

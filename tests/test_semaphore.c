@@ -28,17 +28,6 @@
 
 /* ---- small helpers -------------------------------------------------------------- */
 
-static zkr_client_t *plain_client(int session_ms)
-{
-    zkr_client_options_t o;
-    zkr_client_options_init(&o);
-    o.session_timeout_ms = session_ms;
-    o.connect_timeout_ms = 20000;
-    o.zk_log_level = 0;
-    zkr_client_t *c = NULL;
-    return zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK ? c : NULL;
-}
-
 static zkr_semaphore_t *new_sem(zkr_client_t *c, const char *path, int max)
 {
     zkr_semaphore_t *s = NULL;
@@ -121,84 +110,7 @@ static int watches_under(const char *dir)
     return n;
 }
 
-static long long stat_value(const char *word, const char *key)
-{
-    char *r = zkt_4lw(word);
-    if (!r)
-        return -1;
-    long long v = -1;
-    size_t kl = strlen(key);
-    char *save = NULL;
-    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ':')) {
-            v = atoll(line + kl + 1);
-            break;
-        }
-    }
-    free(r);
-    return v;
-}
-
-/* Children watches on the whole server (mntr counts every watch, wchs only
- * data watches); -1 if it could not be told. */
-static long long children_watches(void)
-{
-    for (int i = 0; i < 5; i++) {
-        long long d1 = stat_value("wchs", "Total watches");
-        long long all = stat_value("mntr", "zk_watch_count");
-        long long d2 = stat_value("wchs", "Total watches");
-        if (d1 >= 0 && all >= 0 && d1 == d2)
-            return all - d1;
-    }
-    return -1;
-}
-
 /* ---- child processes ---------------------------------------------------------------------- */
-
-static int wait_child(pid_t pid, int timeout_ms)
-{
-    int64_t end = zkt_now_ms() + timeout_ms;
-    int st = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (zkt_now_ms() >= end) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return -1;
-        }
-        zkt_sleep_ms(20);
-    }
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return -1;
-}
-
-static int read_byte(int fd, int timeout_ms)
-{
-    struct pollfd p = {fd, POLLIN, 0};
-    int64_t end = zkt_now_ms() + timeout_ms;
-    for (;;) {
-        int left = (int)(end - zkt_now_ms());
-        if (left < 0)
-            return -1;
-        int r = poll(&p, 1, left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        unsigned char b;
-        ssize_t n = read(fd, &b, 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n == 1 ? b : -1;
-    }
-}
 
 /* ---- at most N holders under stress ----------------------------------------------------------- */
 
@@ -223,15 +135,6 @@ typedef struct sem_worker {
     unsigned seed;
 } sem_worker_t;
 
-static void jitter(unsigned *seed, int max_us)
-{
-    int r = (int)(rand_r(seed) % (unsigned)(2 * max_us));
-    if (r < max_us) {
-        struct timespec ts = {0, (long)r * 1000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 static void stress_error(sem_stress_t *st, int rc)
 {
     int zero = 0;
@@ -244,7 +147,7 @@ static void *sem_worker_main(void *arg)
     sem_worker_t *w = arg;
     sem_stress_t *st = w->st;
     for (int i = 0; i < ST_CYCLES; i++) {
-        jitter(&w->seed, 1000);
+        zkt_jitter(&w->seed, 1000);
         zkr_lease_t *l = NULL;
         int rc = zkr_semaphore_acquire(w->s, LONG_WAIT_MS, &l);
         if (rc != ZKR_OK || !l) {
@@ -540,7 +443,7 @@ static void test_shared_count(void)
 
 static int killed_holder_child(const char *path, int fd)
 {
-    zkr_client_t *c = plain_client(KILLED_SESSION_MS);
+    zkr_client_t *c = zkt_plain_client(KILLED_SESSION_MS);
     if (!c)
         return 20;
     zkr_semaphore_t *s = NULL;
@@ -570,11 +473,11 @@ static void test_killed_holder(void)
         _exit(killed_holder_child(path, p[1]));
     }
     close(p[1]);
-    int b = read_byte(p[0], 30000);
+    int b = zkt_read_byte(p[0], 30000);
     close(p[0]);
     if (b != 'H') {
         kill(pid, SIGKILL);
-        wait_child(pid, 10000);
+        zkt_wait_child(pid, 10000);
         CU_FAIL_FATAL("the child did not take the lease");
     }
 
@@ -587,7 +490,7 @@ static void test_killed_holder(void)
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
 
     CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
-    CU_ASSERT_EQUAL(wait_child(pid, 10000), 128 + SIGKILL);
+    CU_ASSERT_EQUAL(zkt_wait_child(pid, 10000), 128 + SIGKILL);
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 20000, &l), ZKR_OK);
     CU_ASSERT_PTR_NOT_NULL(l);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
@@ -717,7 +620,7 @@ static int dir_watches_are(void *arg)
 static int one_children_watch(void *arg)
 {
     (void)arg;
-    return children_watches() == 1;
+    return zkt_children_watches() == 1;
 }
 
 static void test_no_herd(void)
@@ -751,7 +654,7 @@ static void test_no_herd(void)
     /* Exactly one children watch on the whole server: the locks/ holder's
      * on leases/ (set just after its lease appeared). */
     CU_ASSERT(zkt_wait_for(one_children_watch, NULL, POLL_MS));
-    CU_ASSERT_EQUAL(children_watches(), 1);
+    CU_ASSERT_EQUAL(zkt_children_watches(), 1);
 
     CU_ASSERT_EQUAL(zkr_lease_return(held), ZKR_OK);
     for (int i = 0; i < NH_WAITERS; i++) {

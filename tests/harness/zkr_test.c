@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,14 +70,8 @@ const char *zkt_path(const char *name, char *buf, size_t len)
 
 zkr_client_t *zkt_client(int session_timeout_ms)
 {
-    zkr_client_options_t o;
-    zkr_client_options_init(&o);
-    o.session_timeout_ms = session_timeout_ms;
-    o.connect_timeout_ms = 20000;
-    o.zk_log_level = getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0;
-    zkr_client_t *c = NULL;
-    int rc = zkr_client_open(&c, zkt_hosts(), &o);
-    CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
+    zkr_client_t *c = zkt_plain_client(session_timeout_ms);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     return c;
 }
 
@@ -203,3 +199,110 @@ int zkt_expire_session(int64_t id, const char passwd[16])
     }
     return -1;
 }
+
+/* ---- shared by the suites ---- */
+
+/* A client for code that must not use CUnit (threads of a forked child). */
+zkr_client_t *zkt_plain_client(int session_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0;
+    zkr_client_t *c = NULL;
+    return zkr_client_open(&c, zkt_hosts(), &o) == ZKR_OK ? c : NULL;
+}
+
+/* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs. */
+long long zkt_stat_value(const char *word, const char *key)
+{
+    char *r = zkt_4lw(word);
+    if (!r)
+        return -1;
+    long long v = -1;
+    size_t kl = strlen(key);
+    char *save = NULL;
+    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, key, kl) == 0 && (line[kl] == '\t' || line[kl] == ':')) {
+            v = atoll(line + kl + 1);
+            break;
+        }
+    }
+    free(r);
+    return v;
+}
+
+/* Children watches on the whole server: every watch (mntr zk_watch_count)
+ * minus the data watches (wchs); -1 if it could not be told. */
+long long zkt_children_watches(void)
+{
+    for (int i = 0; i < 5; i++) {
+        long long d1 = zkt_stat_value("wchs", "Total watches");
+        long long all = zkt_stat_value("mntr", "zk_watch_count");
+        long long d2 = zkt_stat_value("wchs", "Total watches");
+        if (d1 >= 0 && all >= 0 && d1 == d2)
+            return all - d1;
+    }
+    return -1;
+}
+
+/* Wait (bounded) for a child; its exit status, 128+signal, or -1 if it had
+ * to be killed. */
+int zkt_wait_child(pid_t pid, int timeout_ms)
+{
+    int64_t end = zkt_now_ms() + timeout_ms;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (zkt_now_ms() >= end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        zkt_sleep_ms(20);
+    }
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return -1;
+}
+
+/* Read one byte within timeout_ms; the byte, or -1. */
+int zkt_read_byte(int fd, int timeout_ms)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    int64_t end = zkt_now_ms() + timeout_ms;
+    for (;;) {
+        int left = (int)(end - zkt_now_ms());
+        if (left < 0)
+            return -1;
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        unsigned char b;
+        ssize_t n = read(fd, &b, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 1 ? b : -1;
+    }
+}
+
+/* A random pause of up to max_us (0 half of the time): varies who
+ * arrives when, so that every window of the protocol gets visited. */
+void zkt_jitter(unsigned *seed, int max_us)
+{
+    int r = (int)(rand_r(seed) % (unsigned)(2 * max_us));
+    if (r < max_us) {
+        struct timespec ts = {0, (long)r * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+

@@ -5,6 +5,7 @@
 
 #include <CUnit/Basic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <zookeeper/zookeeper.h>
 
 #include "zkr/zkr.h"
@@ -42,6 +43,23 @@ int zkt_watch_count_on_exact(const char *path);
  * reconnect first and keep the session alive: then try again).  Returns 0
  * when the session is gone, -1 otherwise (bounded: a few attempts). */
 int zkt_expire_session(int64_t id, const char passwd[16]);
+
+/* A client for code that must not use CUnit (threads, forked children);
+ * NULL on failure. */
+zkr_client_t *zkt_plain_client(int session_ms);
+/* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs; -1 if
+ * absent. */
+long long zkt_stat_value(const char *word, const char *key);
+/* Children watches on the whole server: mntr zk_watch_count minus the data
+ * watches of wchs; -1 if it could not be told. */
+long long zkt_children_watches(void);
+/* Wait (bounded) for a child process: its exit status, 128+signal, or -1
+ * if it had to be killed. */
+int zkt_wait_child(pid_t pid, int timeout_ms);
+/* Read one byte within timeout_ms: the byte, or -1. */
+int zkt_read_byte(int fd, int timeout_ms);
+/* A random pause of up to max_us (none half of the time). */
+void zkt_jitter(unsigned *seed, int max_us);
 
 /* Add the suites via add(), run them verbosely, return the process exit
  * status (0 only if every test passed). */
