@@ -98,6 +98,7 @@ typedef struct pending_delete {
 
 typedef struct delete_op {
     zkr_client_t *c;
+    const struct zkr__zh *h; /* compared, never followed */
     uint64_t id;
 } delete_op_t;
 
@@ -656,17 +657,20 @@ static void delete_free(pending_delete_t *d)
     free(d);
 }
 
+static void answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc);
+
 static void delete_done(int rc, const void *data)
 {
     delete_op_t *op = (delete_op_t *)data;
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
+    answer_locked(c, op->h, rc);
     for (pending_delete_t **p = &c->deletes; *p; p = &(*p)->next) {
         pending_delete_t *d = *p;
         if (d->id != op->id)
             continue;
         d->inflight = 0;
-        int transient = (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZCLOSING ||
+        int transient = (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY || rc == ZCLOSING ||
                          rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZSESSIONMOVED);
         if (rc == ZOK || rc == ZNONODE || (!transient && ++d->failures >= DELETE_MAX_FAILURES)) {
             if (rc != ZOK && rc != ZNONODE)
@@ -691,6 +695,7 @@ static void prefix_list_done(int rc, const struct String_vector *names, const vo
     char *dir = NULL, *prefix = NULL;
     int64_t session = 0;
     pthread_mutex_lock(&c->mu);
+    answer_locked(c, op->h, rc);
     for (pending_delete_t **p = &c->deletes; *p; p = &(*p)->next) {
         pending_delete_t *d = *p;
         if (d->id != op->id)
@@ -753,6 +758,7 @@ static int64_t run_deletes_locked(zkr_client_t *c)
             continue;
         }
         op->c = c;
+        op->h = h;
         op->id = d->id;
         d->inflight = 1;
         /* zoo_adelete only queues the request; its completion runs later on
@@ -992,6 +998,7 @@ static int track_verify_locked(zkr_client_t *c, zkr__track_t *t)
     int zrc = path ? zoo_exists(h->zh, path, 0, &st) : ZSYSTEMERROR;
     free(path);
     pthread_mutex_lock(&c->mu);
+    answer_locked(c, h, zrc);
     h->refs--;
     if (zrc == ZOK)
         return st.ephemeralOwner == t->session ? 1 : 0;
@@ -1119,6 +1126,36 @@ static void on_raw_state_locked(zkr_client_t *c, int zs)
         c->ever_connected = 1;
         report_locked(c, ZKR_STATE_READ_ONLY);
     }
+}
+
+static void process_raw_locked(zkr_client_t *c);
+
+/* The server told a request on h that the session is gone (see
+ * zkr__zh_answer).  c->mu held. */
+static void answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc)
+{
+    if ((zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED) || h != c->cur || c->closing)
+        return;
+    if (!c->connected && c->state == ZKR_STATE_LOST)
+        return; /* already known */
+    process_raw_locked(c); /* earlier events first, in order */
+    on_raw_state_locked(c, ZOO_EXPIRED_SESSION_STATE);
+    wake_all_waiters_locked(c, ZKR__WAKE_SESSION);
+    pthread_cond_signal(&c->wake);
+}
+
+int zkr__zh_answer(zhandle_t *zh, int zrc)
+{
+    if ((zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED) || !zh)
+        return zrc;
+    const zkr__zh_t *h = zoo_get_context(zh);
+    if (!h)
+        return zrc;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    answer_locked(c, h, zrc);
+    pthread_mutex_unlock(&c->mu);
+    return zrc;
 }
 
 static void process_raw_locked(zkr_client_t *c)
@@ -1533,7 +1570,7 @@ int zkr__ensure_path(zhandle_t *zh, const char *path)
             continue;
         char saved = buf[i];
         buf[i] = '\0';
-        int zrc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0);
+        int zrc = zkr__zh_answer(zh, zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0));
         buf[i] = saved;
         if (zrc != ZOK && zrc != ZNODEEXISTS) {
             rc = zkr__zk_error(zrc);

@@ -35,9 +35,13 @@ const zkr__driver_t zkr__lock_driver = {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
+/* ZRUNTIMEINCONSISTENCY: the C client got an answer it did not expect (an
+ * out-of-order reply when a server drops a connection whose session moved)
+ * and dropped the connection: the request's fate is unknown, as after a
+ * connection loss. */
 static int is_connection_error(int zrc)
 {
-    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZRUNTIMEINCONSISTENCY;
 }
 
 static int is_session_error(int zrc)
@@ -58,7 +62,7 @@ int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out
     struct String_vector sv = {0, NULL};
     out->v = NULL;
     out->n = 0;
-    int zrc = zoo_get_children(zkr__zh(h), dir, 0, &sv);
+    int zrc = zkr__zh_answer(zkr__zh(h), zoo_get_children(zkr__zh(h), dir, 0, &sv));
     if (zrc == ZNONODE)
         return ZKR_OK;
     if (zrc != ZOK)
@@ -165,7 +169,7 @@ static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid,
             return ZKR_ENOMEM;
         }
         struct Stat st;
-        int zrc = zoo_exists(zkr__zh(h), full, 0, &st);
+        int zrc = zkr__zh_answer(zkr__zh(h), zoo_exists(zkr__zh(h), full, 0, &st));
         int64_t now_session = zkr__zh_session(c, h);
         if (zrc == ZOK && now_session == create_session && st.ephemeralOwner == create_session) {
             zkr__client_put_handle(c, h);
@@ -177,7 +181,7 @@ static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid,
         if (zrc == ZOK) {
             /* A node of another session (the one that sent the create is
              * gone): it would block every contender.  Delete it. */
-            zrc = zoo_delete(zkr__zh(h), full, -1);
+            zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), full, -1));
             if (zrc != ZOK && zrc != ZNONODE)
                 zkr__client_delete_later(c, full, create_session);
         } else if (zrc != ZNONODE) {
@@ -252,6 +256,8 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
             pthread_cond_wait(&op.cond, mu);
         pthread_mutex_unlock(mu);
         pthread_cond_destroy(&op.cond);
+        zkr__zh_answer(zkr__zh(h), op.create_rc);
+        zkr__zh_answer(zkr__zh(h), op.list_rc);
         zkr__client_put_handle(c, h);
         free(path);
 
@@ -299,7 +305,7 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
                     return rc;
                 char *p = zkr__path_join(dir, exact_name);
                 struct Stat st;
-                int z = p ? zoo_exists(zkr__zh(h), p, 0, &st) : ZSYSTEMERROR;
+                int z = p ? zkr__zh_answer(zkr__zh(h), zoo_exists(zkr__zh(h), p, 0, &st)) : ZSYSTEMERROR;
                 int64_t now_session = zkr__zh_session(c, h);
                 zkr__client_put_handle(c, h);
                 if (z == ZOK && st.ephemeralOwner == session && now_session == session) {
@@ -364,7 +370,7 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
     int lost = was_lost || zkr__zh_session(c, h) != node->session;
     int done = 0;
     if (zkr__zh_usable(c, h)) {
-        int zrc = zoo_delete(zkr__zh(h), node->path, -1);
+        int zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), node->path, -1));
         done = (zrc == ZOK || zrc == ZNONODE);
     }
     if (!done)
@@ -461,7 +467,8 @@ int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, 
         char buf[16];
         int blen = (int)sizeof buf;
         struct Stat st;
-        int zrc = zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(), zkr__waiter_ctx(&w), buf, &blen, &st);
+        int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(),
+                                                      zkr__waiter_ctx(&w), buf, &blen, &st));
         zkr__client_put_handle(c, h);
         free(wpath);
         if (zrc == ZNONODE)

@@ -77,7 +77,9 @@ int zkr__zk_error(int zrc)
         return ZKR_ENONODE;
     if (zrc == ZNODEEXISTS)
         return ZKR_ENODEEXISTS;
-    if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT)
+    /* ZRUNTIMEINCONSISTENCY: the C client dropped the connection over a
+     * reply it did not expect; the request's fate is unknown. */
+    if (zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZRUNTIMEINCONSISTENCY)
         return ZKR_ECONNLOSS;
     if (zrc == ZSESSIONEXPIRED || zrc == ZSESSIONMOVED || zrc == ZINVALIDSTATE)
         return ZKR_ESESSIONLOST;

@@ -17,6 +17,14 @@ typedef struct zkr__zh zkr__zh_t;
 /* Map a ZooKeeper return code to a ZKR_E... code. */
 int zkr__zk_error(int zrc);
 
+/* Every answer to a request on a client's handle passes through here
+ * (returns zrc unchanged).  "Session expired" or "session moved" means the
+ * server no longer counts this connection as the session's: the C client
+ * may keep the connection up and never say so (a session closed through
+ * another connection to the same server), so the client declares the
+ * session LOST at once and builds a new one. */
+int zkr__zh_answer(zhandle_t *zh, int zrc);
+
 /* Mark the calling thread as inside a blocking call on `c`, so that
  * zkr_client_close waits for it.  ZKR_ECLOSED if the client is closing. */
 int zkr__client_enter(zkr_client_t *c);

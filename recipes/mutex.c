@@ -68,7 +68,7 @@ static int arm_revoke_watch(zkr_client_t *c, revoke_watch_t *rw)
     char buf[REVOKE_LEN + 1];
     int len = (int)sizeof buf;
     struct Stat st;
-    int zrc = zoo_wget(zkr__zh(h), rw->path, zkr__sub_watcher(), rw->sub, buf, &len, &st);
+    int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), rw->path, zkr__sub_watcher(), rw->sub, buf, &len, &st));
     zkr__client_put_handle(c, h);
     return zrc == ZOK && len == REVOKE_LEN && memcmp(buf, REVOKE_MESSAGE, REVOKE_LEN) == 0;
 }
@@ -132,7 +132,7 @@ int zkr_revoke_request(zkr_client_t *c, const char *node_path)
         return rc;
     zkr__zh_t *h;
     if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
-        int zrc = zoo_set(zkr__zh(h), node_path, REVOKE_MESSAGE, REVOKE_LEN, -1);
+        int zrc = zkr__zh_answer(zkr__zh(h), zoo_set(zkr__zh(h), node_path, REVOKE_MESSAGE, REVOKE_LEN, -1));
         rc = (zrc == ZNONODE) ? ZKR_OK : zkr__zk_error(zrc);
         zkr__client_put_handle(c, h);
     }

@@ -101,8 +101,8 @@ static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *ma
     char buf[8];
     int len = (int)sizeof buf;
     struct Stat st;
-    int zrc = w ? zoo_wget(zh, path, zkr__waiter_watcher(), zkr__waiter_ctx(w), buf, &len, &st)
-                : zoo_get(zh, path, 0, buf, &len, &st);
+    int zrc = zkr__zh_answer(zh, w ? zoo_wget(zh, path, zkr__waiter_watcher(), zkr__waiter_ctx(w), buf, &len, &st)
+                                   : zoo_get(zh, path, 0, buf, &len, &st));
     if (zrc != ZOK)
         return zkr__zk_error(zrc);
     if (len != 4)
@@ -141,8 +141,8 @@ static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadlin
         int zrc = ZOK;
         if (rc == ZKR_OK) {
             /* Only the holder of locks/ watches the leases: no herd. */
-            zrc = zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
-                                    zkr__waiter_ctx(&w), &sv);
+            zrc = zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
+                                                               zkr__waiter_ctx(&w), &sv));
             rc = zkr__zk_error(zrc);
         }
         zkr__client_put_handle(c, h);
@@ -329,7 +329,7 @@ int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
     unsigned char b[4];
     zkr__be32_put(b, value);
     zhandle_t *zh = zkr__zh(h);
-    int zrc = zoo_set(zh, count_path, (const char *)b, 4, -1);
+    int zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
     if (zrc == ZNONODE) {
         const char *slash = strrchr(count_path, '/');
         if (slash && slash != count_path) {
@@ -338,9 +338,9 @@ int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
             free(parent);
         }
         if (rc == ZKR_OK) {
-            zrc = zoo_create(zh, count_path, (const char *)b, 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0));
             if (zrc == ZNODEEXISTS)
-                zrc = zoo_set(zh, count_path, (const char *)b, 4, -1);
+                zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
         }
     }
     if (rc == ZKR_OK)

@@ -464,7 +464,10 @@ static void test_forced_expiry_all_kinds(void)
 
 /* ---- ensemble: leader loss ------------------------------------------------------ */
 
+/* One 3-node ensemble serves the whole "ensemble" suite (started by the
+ * suite's init, stopped by its cleanup and, on any exit, by with-zk.sh). */
 static char ens_dir[512];
+static char ens_hosts[512];
 
 static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outlen)
 {
@@ -491,16 +494,52 @@ static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outl
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void test_ensemble_leader_kill(void)
+static int ensemble_up(void)
 {
     const char *base = getenv("ZKR_TEST_ZKDIR");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    if (!base)
+        return 1;
     snprintf(ens_dir, sizeof ens_dir, "%s/ensemble", base);
-    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-start", NULL, NULL, 0), 0);
-    char hosts[512];
-    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-hosts", NULL, hosts, sizeof hosts), 0);
-    zkr_client_t *a = client_at(hosts, 10000);
-    zkr_client_t *b = client_at(hosts, 10000);
+    if (ensemble_cmd("ensemble-start", NULL, NULL, 0) != 0)
+        return 1;
+    return ensemble_cmd("ensemble-hosts", NULL, ens_hosts, sizeof ens_hosts) == 0 && ens_hosts[0] ? 0 : 1;
+}
+
+static int ensemble_down(void)
+{
+    ensemble_cmd("ensemble-stop", NULL, NULL, 0);
+    return 0;
+}
+
+/* Kill the current leader (waiting, bounded, until there is one); its
+ * number, or -1. */
+static int kill_leader(void)
+{
+    char leader[16] = "";
+    int found = 0;
+    for (int i = 0; i < 60 && !found; i++) { /* <= 30 s */
+        found = ensemble_cmd("ensemble-leader", NULL, leader, sizeof leader) == 0 && atoi(leader) > 0;
+        if (!found)
+            zkt_sleep_ms(500);
+    }
+    if (!found)
+        return -1;
+    char sub[32];
+    snprintf(sub, sizeof sub, "/s%d", atoi(leader));
+    return ensemble_cmd("kill", sub, NULL, 0) == 0 ? atoi(leader) : -1;
+}
+
+static int restart_node(int k)
+{
+    char sub[32];
+    snprintf(sub, sizeof sub, "/s%d", k);
+    return ensemble_cmd("restart", sub, NULL, 0);
+}
+
+static void test_ensemble_leader_kill(void)
+{
+    zkr_client_t *a = client_at(ens_hosts, 10000);
+    zkr_client_t *b = client_at(ens_hosts, 10000);
     zkr_mutex_t *ma, *mb;
     told_t told;
     memset(&told, 0, sizeof told);
@@ -515,11 +554,8 @@ static void test_ensemble_leader_kill(void)
     pthread_create(&t, NULL, acq_thread, &w);
     zkt_sleep_ms(500);
 
-    char leader[16];
-    CU_ASSERT_EQUAL_FATAL(ensemble_cmd("ensemble-leader", NULL, leader, sizeof leader), 0);
-    char sub[32];
-    snprintf(sub, sizeof sub, "/s%s", leader);
-    CU_ASSERT_EQUAL(ensemble_cmd("kill", sub, NULL, 0), 0);
+    int k = kill_leader();
+    CU_ASSERT_TRUE(k > 0);
     /* Every client of the ensemble loses its connection while it elects. */
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 15000));
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 30000));
@@ -529,25 +565,107 @@ static void test_ensemble_leader_kill(void)
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
     tb = w.token;
     CU_ASSERT_TRUE(tb > ta);
-    CU_ASSERT_EQUAL(ensemble_cmd("restart", sub, NULL, 0), 0);
+    if (k > 0)
+        CU_ASSERT_EQUAL(restart_node(k), 0);
     CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
     zkr_mutex_free(ma);
     zkr_mutex_free(mb);
     zkr_client_close(a);
     zkr_client_close(b);
-    ensemble_cmd("ensemble-stop", NULL, NULL, 0);
+}
+
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)type;
+    (void)state;
+    (void)path;
+    (void)ctx;
+}
+
+/* Another connection takes our session over through a different server.
+ * ZooKeeper then refuses our connection's requests ("session moved") and
+ * drops it; the C client may report that as an out-of-order reply.  The
+ * client must not turn this into a hard error: the next acquire works, and
+ * the hold we had is SAFE again if our session came back to us, or LOST
+ * (told, release says so) if it did not. */
+static void test_ensemble_session_taken_over(void)
+{
+    char one[64], two[64];
+    const char *comma = strchr(ens_hosts, ',');
+    CU_ASSERT_PTR_NOT_NULL_FATAL(comma);
+    snprintf(one, sizeof one, "%.*s", (int)(comma - ens_hosts), ens_hosts);
+    snprintf(two, sizeof two, "%s", comma + 1);
+    char *c2 = strchr(two, ',');
+    if (c2)
+        *c2 = '\0';
+    zkr_client_t *a = client_at(one, 6000);
+    zkr_mutex_t *m1, *m2;
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m1, a, "/ens/moved-1"), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, a, "/ens/moved-2"), ZKR_OK);
+    zkr_mutex_set_hold_listener(m1, told_fn, &told);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m1, 10000), ZKR_OK);
+    int64_t sid = 0;
+    clientid_t cid;
+    memset(&cid, 0, sizeof cid);
+    CU_ASSERT_EQUAL_FATAL(zkr_client_session(a, &sid, cid.passwd), ZKR_OK);
+    cid.client_id = sid;
+
+    zhandle_t *thief = zookeeper_init(two, quiet_watcher, 6000, &cid, NULL, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(thief);
+    for (int i = 0; i < 400 && zoo_state(thief) != ZOO_CONNECTED_STATE; i++)
+        zkt_sleep_ms(25);
+    CU_ASSERT_EQUAL(zoo_state(thief), ZOO_CONNECTED_STATE);
+
+    int64_t t0 = zkt_now_ms();
+    int rc = zkr_mutex_acquire(m2, 20000);
+    if (rc != ZKR_OK)
+        fprintf(stderr, "acquire after the take-over: %s after %lld ms\n", zkr_strerror(rc),
+                (long long)(zkt_now_ms() - t0));
+    CU_ASSERT_EQUAL(rc, ZKR_OK);
+    /* Whatever happened, the client is usable and says where m1 stands. */
+    CU_ASSERT_TRUE(zkr_client_wait_connected(a, 20000) == ZKR_OK);
+    int64_t now_sid = 0;
+    char pw[16];
+    CU_ASSERT_EQUAL(zkr_client_session(a, &now_sid, pw), ZKR_OK);
+    if (now_sid == sid) {
+        printf("\n    our session came back to us: hold %s\n", zkr_hold_state_name(zkr_mutex_hold_state(m1)));
+        for (int i = 0; i < 400 && zkr_mutex_hold_state(m1) != ZKR_HOLD_SAFE; i++)
+            zkt_sleep_ms(25);
+        CU_ASSERT_EQUAL(zkr_mutex_hold_state(m1), ZKR_HOLD_SAFE);
+        CU_ASSERT_EQUAL(zkr_mutex_release(m1), ZKR_OK);
+    } else {
+        printf("\n    a new session: hold told LOST\n");
+        CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_LOST, 10000));
+        CU_ASSERT_FALSE(zkr_mutex_is_held(m1));
+        CU_ASSERT_EQUAL(zkr_mutex_release(m1), ZKR_ELOST);
+    }
+    CU_ASSERT_EQUAL(zkr_mutex_release(m2), ZKR_OK);
+    zookeeper_close(thief);
+    zkr_mutex_free(m1);
+    zkr_mutex_free(m2);
+    zkr_client_close(a);
+    zhandle_t *raw = zkt_raw_at(ens_hosts);
+    CU_ASSERT_TRUE(wait_children(raw, "/ens/moved-1", 0, 15000));
+    CU_ASSERT_TRUE(wait_children(raw, "/ens/moved-2", 0, 15000));
+    zkt_raw_close(raw);
 }
 
 /* ---- the invariant checker -------------------------------------------------------- */
 
 #define WORKERS 4
 #define MAX_RECORDS 4000
+#define SEM_LEASES 2 /* capacity of the counted semaphore workload */
+#define ENS_SESSION_MS 6000
 
-enum { KIND_MUTEX, KIND_WRITE, KIND_SMUTEX, KIND_READWRITE };
+enum { KIND_MUTEX, KIND_SMUTEX, KIND_READWRITE, KIND_SEMAPHORE };
 
 typedef struct record {
     int64_t token;
-    int64_t enter_ms;
+    int64_t call_ms;  /* when the acquire was called */
+    int64_t enter_ms; /* when it returned the hold */
     int64_t exit_ms;
     _Atomic long long doubt_ms; /* when told IN_DOUBT/LOST during the hold */
     int worker;
@@ -579,42 +697,90 @@ static void worker_told(zkr_hold_state_t st, const char *path, void *ctx)
     }
 }
 
-static void worker(int id, int kind, const char *hosts, const char *path)
+/* What a worker holds: a lock through the common interface, or a lease of
+ * the counted semaphore. */
+typedef struct wlock {
+    zkr_mutex_t *m;
+    zkr_rwlock_t *rw;
+    zkr_semaphore_mutex_t *sm;
+    zkr_semaphore_t *sem;
+    zkr_lease_t *lease;
+    zkr_lock_ref_t ref;
+} wlock_t;
+
+static int w_acquire(wlock_t *l, int64_t ms)
+{
+    return l->sem ? zkr_semaphore_acquire(l->sem, ms, &l->lease) : zkr_lock_acquire(l->ref, ms);
+}
+
+static int w_release(wlock_t *l)
+{
+    if (!l->sem)
+        return zkr_lock_release(l->ref);
+    int rc = zkr_lease_return(l->lease);
+    l->lease = NULL;
+    return rc;
+}
+
+static zkr_hold_state_t w_state(wlock_t *l)
+{
+    return l->sem ? zkr_lease_hold_state(l->lease) : zkr_lock_hold_state(l->ref);
+}
+
+static void w_token(wlock_t *l, int64_t *token)
+{
+    if (l->sem)
+        zkr_lease_fencing_token(l->lease, token);
+    else
+        zkr_lock_fencing_token(l->ref, token);
+}
+
+static void worker(int id, int kind, const char *hosts, const char *path, int session_ms)
 {
     zkr_client_options_t o;
     zkr_client_options_init(&o);
-    o.session_timeout_ms = SESSION_MS;
+    o.session_timeout_ms = session_ms;
     o.connect_timeout_ms = 20000;
     o.zk_log_level = 0;
     zkr_client_t *c = NULL;
     if (zkr_client_open(&c, hosts, &o) != ZKR_OK)
         _exit(2);
-    zkr_mutex_t *m = NULL;
-    zkr_rwlock_t *rw = NULL;
-    zkr_semaphore_mutex_t *sm = NULL;
-    zkr_lock_ref_t ref;
-    int reader = 0;
+    wlock_t l;
+    memset(&l, 0, sizeof l);
+    int reader = 0, rc = ZKR_OK;
     if (kind == KIND_MUTEX) {
-        zkr_mutex_new(&m, c, path);
-        zkr_mutex_set_hold_listener(m, worker_told, NULL);
-        ref = zkr_mutex_ref(m);
+        rc = zkr_mutex_new(&l.m, c, path);
+        if (rc == ZKR_OK)
+            rc = zkr_mutex_set_hold_listener(l.m, worker_told, NULL);
+        l.ref = zkr_mutex_ref(l.m);
     } else if (kind == KIND_SMUTEX) {
-        zkr_semaphore_mutex_new(&sm, c, path);
-        zkr_semaphore_mutex_set_hold_listener(sm, worker_told, NULL);
-        ref = zkr_semaphore_mutex_ref(sm);
+        rc = zkr_semaphore_mutex_new(&l.sm, c, path);
+        if (rc == ZKR_OK)
+            rc = zkr_semaphore_mutex_set_hold_listener(l.sm, worker_told, NULL);
+        l.ref = zkr_semaphore_mutex_ref(l.sm);
+    } else if (kind == KIND_SEMAPHORE) {
+        rc = zkr_semaphore_new(&l.sem, c, path, SEM_LEASES);
+        if (rc == ZKR_OK)
+            rc = zkr_semaphore_set_hold_listener(l.sem, worker_told, NULL);
     } else {
-        zkr_rwlock_new(&rw, c, path);
-        zkr_rwlock_set_hold_listener(rw, worker_told, NULL);
-        reader = kind == KIND_READWRITE && (id % 2 == 1);
-        ref = reader ? zkr_rwlock_read_ref(rw) : zkr_rwlock_write_ref(rw);
+        rc = zkr_rwlock_new(&l.rw, c, path);
+        if (rc == ZKR_OK)
+            rc = zkr_rwlock_set_hold_listener(l.rw, worker_told, NULL);
+        reader = id % 2 == 1;
+        l.ref = reader ? zkr_rwlock_read_ref(l.rw) : zkr_rwlock_write_ref(l.rw);
     }
+    if (rc != ZKR_OK)
+        _exit(3);
     while (!atomic_load(&sh->stop)) {
         zkr_client_session(c, &sh->session[id], sh->passwd[id]);
         atomic_store(&sh->ready[id], 1);
-        int rc = zkr_lock_acquire(ref, 2000);
+        int64_t call_ms = zkt_now_ms();
+        rc = w_acquire(&l, 2000);
         if (rc != ZKR_OK) {
-            if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS)
+            if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS) {
+                fprintf(stderr, "worker %d: acquire: %s\n", id, zkr_strerror(rc));
                 atomic_fetch_add(&sh->errors, 1);
+            }
             zkt_sleep_ms(20);
             continue;
         }
@@ -623,11 +789,12 @@ static void worker(int id, int kind, const char *hosts, const char *path)
         if (r) {
             r->worker = id;
             r->reader = reader;
-            zkr_lock_fencing_token(ref, &r->token);
+            r->call_ms = call_ms;
+            w_token(&l, &r->token);
             atomic_store(&r->doubt_ms, 0);
             atomic_store(&current_hold, r);
             r->enter_ms = zkt_now_ms();
-            if (zkr_lock_hold_state(ref) != ZKR_HOLD_SAFE) /* already in doubt */
+            if (w_state(&l) != ZKR_HOLD_SAFE) /* already in doubt */
                 atomic_store(&r->doubt_ms, (long long)r->enter_ms);
         }
         atomic_store(&sh->holding[id], 1);
@@ -635,21 +802,24 @@ static void worker(int id, int kind, const char *hosts, const char *path)
         /* A holder that does not stop when told IN_DOUBT (like a paused
          * process): it keeps "acting" until SAFE or LOST, so faults create
          * real overlaps for the checker to judge. */
-        for (int i = 0; i < SESSION_MS * 4 / 20 && zkr_lock_hold_state(ref) == ZKR_HOLD_IN_DOUBT; i++)
+        for (int i = 0; i < session_ms * 4 / 20 && w_state(&l) == ZKR_HOLD_IN_DOUBT; i++)
             zkt_sleep_ms(20);
         atomic_store(&sh->holding[id], 0);
         if (r) {
             r->exit_ms = zkt_now_ms();
             atomic_store(&current_hold, NULL);
         }
-        rc = zkr_lock_release(ref);
-        if (rc != ZKR_OK && rc != ZKR_ELOST)
+        rc = w_release(&l);
+        if (rc != ZKR_OK && rc != ZKR_ELOST) {
+            fprintf(stderr, "worker %d: release: %s\n", id, zkr_strerror(rc));
             atomic_fetch_add(&sh->errors, 1);
+        }
         zkt_sleep_ms(id); /* let others in */
     }
-    zkr_mutex_free(m);
-    zkr_rwlock_free(rw);
-    zkr_semaphore_mutex_free(sm);
+    zkr_mutex_free(l.m);
+    zkr_rwlock_free(l.rw);
+    zkr_semaphore_mutex_free(l.sm);
+    zkr_semaphore_free(l.sem);
     zkr_client_close(c);
     _exit(0);
 }
@@ -660,11 +830,16 @@ static int cmp_enter(const void *a, const void *b)
     return (x->enter_ms > y->enter_ms) - (x->enter_ms < y->enter_ms);
 }
 
-/* Check the records: exclusive holds overlap only if the earlier holder had
- * been told IN_DOUBT/LOST before the later one entered; tokens of exclusive
- * holders increase in order of entry. */
-static void check_records(int n, int kind, int *faults_after_ok, int64_t last_fault_ms)
+/* Check the records.  Capacity: a hold may begin while fewer than
+ * `capacity` conflicting holds are inside, not counting holds whose holder
+ * had been told IN_DOUBT/LOST before it began (readers do not conflict with
+ * readers).  Tokens: exclusive holds get increasing tokens in order of
+ * entry; with several leases, a hold asked for after another had ended has
+ * a larger token, and no two holds share one.  Every worker got in again
+ * after the last fault. */
+static void check_records(int n, int kind, int64_t last_fault_ms)
 {
+    int capacity = kind == KIND_SEMAPHORE ? SEM_LEASES : 1;
     record_t *r = malloc((size_t)n * sizeof *r);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     for (int i = 0; i < n; i++) {
@@ -674,28 +849,43 @@ static void check_records(int n, int kind, int *faults_after_ok, int64_t last_fa
     qsort(r, (size_t)n, sizeof *r, cmp_enter);
     int bad_overlap = 0, bad_token = 0, excused = 0;
     int64_t last_token = -1;
-    for (int i = 0; i < n; i++) {
-        if (r[i].exit_ms == 0)
-            continue; /* still inside when stopped */
-        for (int j = i + 1; j < n && r[j].enter_ms < r[i].exit_ms; j++) {
-            if (kind == KIND_READWRITE && r[i].reader && r[j].reader)
+    for (int j = 0; j < n; j++) {
+        int inside = 0;
+        for (int i = 0; i < j; i++) {
+            if (r[i].exit_ms == 0 || r[i].exit_ms <= r[j].enter_ms)
+                continue; /* not inside when j entered (or never recorded leaving) */
+            if (r[i].reader && r[j].reader)
                 continue; /* readers share */
             long long d = r[i].doubt_ms;
             if (d > 0 && d <= r[j].enter_ms)
                 excused++;
-            else {
-                bad_overlap++;
-                fprintf(stderr, "overlap: worker %d [%lld,%lld] token %lld and worker %d entered %lld (doubt %lld)\n",
-                        r[i].worker, (long long)r[i].enter_ms, (long long)r[i].exit_ms, (long long)r[i].token,
-                        r[j].worker, (long long)r[j].enter_ms, d);
-            }
+            else
+                inside++;
         }
-        if (kind != KIND_READWRITE || !r[i].reader) {
-            if (r[i].token <= last_token) {
+        if (inside >= capacity) {
+            bad_overlap++;
+            fprintf(stderr, "worker %d entered at %lld (token %lld) with %d holds inside not told of a fault\n",
+                    r[j].worker, (long long)r[j].enter_ms, (long long)r[j].token, inside);
+        }
+        if (capacity == 1 && !r[j].reader) {
+            if (r[j].token <= last_token) {
                 bad_token++;
-                fprintf(stderr, "token %lld after %lld\n", (long long)r[i].token, (long long)last_token);
+                fprintf(stderr, "token %lld after %lld\n", (long long)r[j].token, (long long)last_token);
             }
-            last_token = r[i].token;
+            last_token = r[j].token;
+        }
+        if (capacity > 1) {
+            for (int i = 0; i < n; i++) {
+                if (i == j)
+                    continue;
+                int later = r[i].exit_ms > 0 && r[j].call_ms > r[i].exit_ms;
+                if (r[i].token == r[j].token || (later && r[j].token <= r[i].token)) {
+                    bad_token++;
+                    fprintf(stderr, "lease token %lld (asked at %lld) vs %lld (ended %lld)\n",
+                            (long long)r[j].token, (long long)r[j].call_ms, (long long)r[i].token,
+                            (long long)r[i].exit_ms);
+                }
+            }
         }
     }
     printf("    overlaps after the earlier holder was told IN_DOUBT/LOST: %d; unexcused overlaps: %d; "
@@ -707,10 +897,11 @@ static void check_records(int n, int kind, int *faults_after_ok, int64_t last_fa
     for (int i = 0; i < n; i++)
         if (r[i].enter_ms > last_fault_ms)
             after[r[i].worker]++;
-    *faults_after_ok = 1;
-    for (int w = 0; w < WORKERS; w++)
+    for (int w = 0; w < WORKERS; w++) {
         if (after[w] == 0)
-            *faults_after_ok = 0;
+            fprintf(stderr, "worker %d did not get in after the last fault\n", w);
+        CU_ASSERT_TRUE(after[w] > 0);
+    }
     free(r);
 }
 
@@ -721,31 +912,10 @@ static void wait_holding(int w)
         zkt_sleep_ms(1);
 }
 
-static void run_invariant_workload(int kind, const char *name)
+/* Faults on the standalone server, each applied to a worker while it holds
+ * (the others wait or are about to); returns when the last one happened. */
+static int64_t standalone_faults(zkt_proxy_t **px)
 {
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CU_ASSERT_NOT_EQUAL_FATAL(sh, MAP_FAILED);
-    memset(sh, 0, sizeof *sh);
-    char p[128];
-    zkt_path(name, p, sizeof p);
-    zkt_proxy_t *px[WORKERS];
-    for (int w = 0; w < WORKERS; w++) {
-        px[w] = zkt_proxy_start(server_port());
-        CU_ASSERT_PTR_NOT_NULL_FATAL(px[w]);
-    }
-    pid_t pids[WORKERS];
-    for (int w = 0; w < WORKERS; w++) {
-        pids[w] = fork();
-        if (pids[w] == 0)
-            worker(w, kind, zkt_proxy_hosts(px[w]), p);
-    }
-    for (int w = 0; w < WORKERS; w++)
-        for (int i = 0; i < 400 && !atomic_load(&sh->ready[w]); i++)
-            zkt_sleep_ms(25);
-    zkt_sleep_ms(1500);
-
-    /* The faults, one after another, each applied to a worker while it
-     * holds the lock (the others are waiting or about to). */
     wait_holding(0);
     zkt_proxy_stall(px[0], 1); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
@@ -764,29 +934,59 @@ static void run_invariant_workload(int kind, const char *name)
     zkt_sleep_ms(1500);
     wait_holding(3);
     CU_ASSERT_EQUAL(expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
-    int64_t last_fault = zkt_now_ms();
-    zkt_sleep_ms(6000); /* everyone must get in again after the last fault */
+    return zkt_now_ms();
+}
+
+/* Faults on the ensemble: the leader is killed twice (each time while a
+ * worker holds) and brought back, then a session is expired by force. */
+static int64_t ensemble_faults(void)
+{
+    for (int round = 0; round < 2; round++) {
+        wait_holding(round);
+        int k = kill_leader();
+        CU_ASSERT_TRUE(k > 0);
+        zkt_sleep_ms(3000);
+        if (k > 0)
+            CU_ASSERT_EQUAL(restart_node(k), 0);
+        zkt_sleep_ms(2000);
+    }
+    wait_holding(2);
+    CU_ASSERT_EQUAL(zkt_expire_session_at(ens_hosts, sh->session[2], sh->passwd[2]), 0);
+    return zkt_now_ms();
+}
+
+static void run_invariant_workload(int kind, const char *name, int on_ensemble)
+{
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CU_ASSERT_NOT_EQUAL_FATAL(sh, MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    char p[128];
+    zkt_path(name, p, sizeof p);
+    zkt_proxy_t *px[WORKERS] = {NULL};
+    for (int w = 0; w < WORKERS && !on_ensemble; w++) {
+        px[w] = zkt_proxy_start(server_port());
+        CU_ASSERT_PTR_NOT_NULL_FATAL(px[w]);
+    }
+    int session_ms = on_ensemble ? ENS_SESSION_MS : SESSION_MS;
+    pid_t pids[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0)
+            worker(w, kind, on_ensemble ? ens_hosts : zkt_proxy_hosts(px[w]), p, session_ms);
+    }
+    for (int w = 0; w < WORKERS; w++)
+        for (int i = 0; i < 400 && !atomic_load(&sh->ready[w]); i++)
+            zkt_sleep_ms(25);
+    zkt_sleep_ms(1500);
+
+    int64_t last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
+    zkt_sleep_ms(on_ensemble ? 8000 : 6000); /* everyone must get in again after the last fault */
 
     atomic_store(&sh->stop, 1);
     int exited_ok = 1;
-    for (int w = 0; w < WORKERS; w++) {
-        int st = 0;
-        int done = 0;
-        for (int i = 0; i < 600 && !done; i++) { /* <= 30 s */
-            pid_t r = waitpid(pids[w], &st, WNOHANG);
-            if (r == pids[w])
-                done = 1;
-            else
-                zkt_sleep_ms(50);
-        }
-        if (!done) {
-            kill(pids[w], SIGKILL);
-            waitpid(pids[w], &st, 0);
+    for (int w = 0; w < WORKERS; w++)
+        if (zkt_wait_child(pids[w], 30000) != 0)
             exited_ok = 0;
-        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            exited_ok = 0;
-        }
-    }
     CU_ASSERT_TRUE(exited_ok);
     int n = atomic_load(&sh->nrec);
     if (n > MAX_RECORDS)
@@ -794,13 +994,11 @@ static void run_invariant_workload(int kind, const char *name)
     printf("\n    %s: %d holds recorded, %d unexpected errors\n", name, n, atomic_load(&sh->errors));
     CU_ASSERT_TRUE(n > 20);
     CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
-    int all_again = 0;
-    check_records(n, kind, &all_again, last_fault);
-    CU_ASSERT_TRUE(all_again);
+    check_records(n, kind, last_fault);
 
     /* Nothing is left once every client has closed. */
-    zhandle_t *raw = zkt_raw();
-    if (kind == KIND_SMUTEX) {
+    zhandle_t *raw = zkt_raw_at(on_ensemble ? ens_hosts : zkt_hosts());
+    if (kind == KIND_SMUTEX || kind == KIND_SEMAPHORE) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s/leases", p);
         CU_ASSERT_TRUE(wait_children(raw, sub, 0, 10000));
@@ -818,17 +1016,37 @@ static void run_invariant_workload(int kind, const char *name)
 
 static void test_invariants_mutex(void)
 {
-    run_invariant_workload(KIND_MUTEX, "inv-mutex");
+    run_invariant_workload(KIND_MUTEX, "inv-mutex", 0);
 }
 
 static void test_invariants_rwlock(void)
 {
-    run_invariant_workload(KIND_READWRITE, "inv-rwlock");
+    run_invariant_workload(KIND_READWRITE, "inv-rwlock", 0);
+}
+
+static void test_invariants_semaphore_mutex(void)
+{
+    run_invariant_workload(KIND_SMUTEX, "inv-smutex", 0);
 }
 
 static void test_invariants_semaphore(void)
 {
-    run_invariant_workload(KIND_SMUTEX, "inv-semaphore");
+    run_invariant_workload(KIND_SEMAPHORE, "inv-semaphore", 0);
+}
+
+static void test_ensemble_invariants_mutex(void)
+{
+    run_invariant_workload(KIND_MUTEX, "ens-mutex", 1);
+}
+
+static void test_ensemble_invariants_rwlock(void)
+{
+    run_invariant_workload(KIND_READWRITE, "ens-rwlock", 1);
+}
+
+static void test_ensemble_invariants_semaphore(void)
+{
+    run_invariant_workload(KIND_SEMAPHORE, "ens-semaphore", 1);
 }
 
 static void add_suites(void)
@@ -843,11 +1061,19 @@ static void add_suites(void)
     CU_add_test(s, "waiter whose session is lost gets an error and leaves nothing", test_waiter_session_lost);
     CU_add_test(s, "release while SUSPENDED: node deleted once back", test_release_while_suspended);
     CU_add_test(s, "forced expiry: mutex, rwlock and lease holders told LOST", test_forced_expiry_all_kinds);
-    CU_add_test(s, "ensemble: leader killed, holder SAFE again, waiter gets in", test_ensemble_leader_kill);
     CU_pSuite i = CU_add_suite("invariants under faults", NULL, NULL);
     CU_add_test(i, "mutex: 4 processes, stall/cut/restart/expiry", test_invariants_mutex);
     CU_add_test(i, "rwlock: 4 processes (readers and writers), same faults", test_invariants_rwlock);
-    CU_add_test(i, "semaphore mutex: 4 processes, same faults", test_invariants_semaphore);
+    CU_add_test(i, "semaphore mutex: 4 processes, same faults", test_invariants_semaphore_mutex);
+    CU_add_test(i, "semaphore of 2 leases: 4 processes, same faults", test_invariants_semaphore);
+    CU_pSuite e = CU_add_suite("3-node ensemble", ensemble_up, ensemble_down);
+    CU_add_test(e, "leader killed: holder SAFE again, waiter gets in", test_ensemble_leader_kill);
+    CU_add_test(e, "session taken over through another server: acquire works, hold SAFE again or LOST",
+                test_ensemble_session_taken_over);
+    CU_add_test(e, "mutex: 4 processes, leader killed twice, forced expiry", test_ensemble_invariants_mutex);
+    CU_add_test(e, "rwlock: 4 processes, leader killed twice, forced expiry", test_ensemble_invariants_rwlock);
+    CU_add_test(e, "semaphore of 2 leases: 4 processes, leader killed twice, forced expiry",
+                test_ensemble_invariants_semaphore);
 }
 
 int main(void)

@@ -82,7 +82,12 @@ static void raw_watcher(zhandle_t *zh, int type, int state, const char *path, vo
 
 zhandle_t *zkt_raw(void)
 {
-    zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 10000, NULL, NULL, 0);
+    return zkt_raw_at(zkt_hosts());
+}
+
+zhandle_t *zkt_raw_at(const char *hosts)
+{
+    zhandle_t *zh = zookeeper_init(hosts, raw_watcher, 10000, NULL, NULL, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
     for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
         zkt_sleep_ms(50);
@@ -168,7 +173,28 @@ int zkt_main(const char *name, void (*add)(void))
     add();
     CU_basic_set_mode(CU_BRM_VERBOSE);
     printf("== %s ==\n", name);
-    CU_basic_run_tests();
+    const char *only = getenv("ZKR_SUITE"); /* run one suite by name */
+    if (only && *only) {
+        CU_pSuite s = CU_get_suite(only);
+        if (!s) {
+            fprintf(stderr, "%s: no suite named \"%s\"\n", name, only);
+            CU_cleanup_registry();
+            return 2;
+        }
+        const char *test = getenv("ZKR_TEST"); /* and one test of it */
+        CU_pTest t = test && *test ? CU_get_test(s, test) : NULL;
+        if (test && *test && !t) {
+            fprintf(stderr, "%s: no test named \"%s\" in \"%s\"\n", name, test, only);
+            CU_cleanup_registry();
+            return 2;
+        }
+        if (t)
+            CU_basic_run_test(s, t);
+        else
+            CU_basic_run_suite(s);
+    } else {
+        CU_basic_run_tests();
+    }
     unsigned failed = CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed();
     unsigned ran = CU_get_number_of_tests_run();
     CU_cleanup_registry();
@@ -177,12 +203,17 @@ int zkt_main(const char *name, void (*add)(void))
 
 int zkt_expire_session(int64_t id, const char passwd[16])
 {
+    return zkt_expire_session_at(zkt_hosts(), id, passwd);
+}
+
+int zkt_expire_session_at(const char *hosts, int64_t id, const char passwd[16])
+{
     clientid_t cid;
     memset(&cid, 0, sizeof cid);
     cid.client_id = id;
     memcpy(cid.passwd, passwd, 16);
     for (int attempt = 0; attempt < 8; attempt++) {
-        zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 4000, &cid, NULL, 0);
+        zhandle_t *zh = zookeeper_init(hosts, raw_watcher, 4000, &cid, NULL, 0);
         if (!zh)
             return -1;
         int st = 0;

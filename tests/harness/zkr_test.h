@@ -23,6 +23,8 @@ const char *zkt_path(const char *name, char *buf, size_t len);
 zkr_client_t *zkt_client(int session_timeout_ms);
 /* A raw ZooKeeper handle for checking what is on the server. */
 zhandle_t *zkt_raw(void);
+/* The same on another server or ensemble (a connection string). */
+zhandle_t *zkt_raw_at(const char *hosts);
 void zkt_raw_close(zhandle_t *zh);
 /* Number of children of path (0 if it does not exist), -1 on error. */
 int zkt_count_children(zhandle_t *zh, const char *path);
@@ -43,6 +45,8 @@ int zkt_watch_count_on_exact(const char *path);
  * reconnect first and keep the session alive: then try again).  Returns 0
  * when the session is gone, -1 otherwise (bounded: a few attempts). */
 int zkt_expire_session(int64_t id, const char passwd[16]);
+/* The same through another server or ensemble. */
+int zkt_expire_session_at(const char *hosts, int64_t id, const char passwd[16]);
 
 /* A client for code that must not use CUnit (threads, forked children);
  * NULL on failure. */
