@@ -27,6 +27,8 @@
 #include <zookeeper/zookeeper.h>
 #include <zkr/zkr.h>
 
+#include "exdata.h"
+
 #define MAX_READERS 64
 #define LOCK_TIMEOUT_MS 10000
 
@@ -50,69 +52,7 @@ static atomic_int torn;
 static atomic_int exclusion_violations;
 static atomic_int errors;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the data nodes ---------------------------------------------------------- */
-
-static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-static zhandle_t *data_connect(void)
-{
-    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
-    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        sleep_ms(50);
-    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        fprintf(stderr, "rw_config: cannot connect to %s\n", hosts);
-        if (zh)
-            zookeeper_close(zh);
-        return NULL;
-    }
-    return zh;
-}
-
-static int delete_tree(zhandle_t *zh, const char *path)
-{
-    struct String_vector kids = {0, NULL};
-    int rc = zoo_get_children(zh, path, 0, &kids);
-    if (rc == ZNONODE)
-        return ZOK;
-    if (rc != ZOK)
-        return rc;
-    for (int i = 0; i < kids.count && rc == ZOK; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
-        rc = delete_tree(zh, child);
-    }
-    deallocate_String_vector(&kids);
-    if (rc != ZOK)
-        return rc;
-    rc = zoo_delete(zh, path, -1);
-    return rc == ZNONODE ? ZOK : rc;
-}
-
-static int create_path(zhandle_t *zh, const char *path, const char *data)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        *p = '/';
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return rc;
-    }
-    int rc = zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    return rc == ZNODEEXISTS ? ZOK : rc;
-}
 
 /* Read a node's data as a string.  Returns ZOK or a ZooKeeper error. */
 static int get_text(const char *path, char *buf, int cap)
@@ -155,7 +95,7 @@ static void *reader_main(void *arg)
             atomic_fetch_add(&exclusion_violations, 1);
         char a[64], b[64];
         int za = get_text(path_a, a, sizeof a);
-        sleep_ms(1 + (int)(rand_r(&seed) % 3)); /* a writer would tear the config here */
+        ex_sleep_ms(1 + (int)(rand_r(&seed) % 3)); /* a writer would tear the config here */
         int zb = get_text(path_b, b, sizeof b);
         if (za != ZOK || zb != ZOK) {
             fprintf(stderr, "reader %d: get: %s\n", id, zerror(za != ZOK ? za : zb));
@@ -170,7 +110,7 @@ static void *reader_main(void *arg)
             atomic_fetch_add(&errors, 1);
         }
         atomic_fetch_add(&reads, 1);
-        sleep_ms((int)(rand_r(&seed) % 3));
+        ex_sleep_ms((int)(rand_r(&seed) % 3));
     }
     return NULL;
 }
@@ -180,7 +120,7 @@ static void *writer_main(void *arg)
     (void)arg;
     int generation = 0;
     while (!atomic_load(&stop)) {
-        sleep_ms(150);
+        ex_sleep_ms(150);
         int rc = zkr_rwlock_write_acquire(rw, LOCK_TIMEOUT_MS);
         if (rc != ZKR_OK) {
             fprintf(stderr, "writer: write_acquire: %s\n", zkr_strerror(rc));
@@ -195,7 +135,7 @@ static void *writer_main(void *arg)
         char text[64];
         snprintf(text, sizeof text, "generation %d", ++generation);
         int za = set_text(path_a, text);
-        sleep_ms(5); /* the two halves are inconsistent for a while */
+        ex_sleep_ms(5); /* the two halves are inconsistent for a while */
         int zb = set_text(path_b, text);
         if (za != ZOK || zb != ZOK) {
             fprintf(stderr, "writer: set: %s\n", zerror(za != ZOK ? za : zb));
@@ -251,14 +191,16 @@ int main(int argc, char **argv)
 
     printf("rw_config: %s, %d readers, 1 writer, %d s, config %s/{a,b}\n", hosts, nreaders, seconds, config_dir);
     zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
-    data_zh = data_connect();
+    data_zh = ex_data_connect("rw_config", hosts);
     if (!data_zh)
         return 1;
-    int zrc = delete_tree(data_zh, config_dir);
+    int zrc = ex_delete_tree(data_zh, config_dir);
     if (zrc == ZOK)
-        zrc = create_path(data_zh, path_a, "generation 0");
-    if (zrc == ZOK)
-        zrc = create_path(data_zh, path_b, "generation 0");
+        zrc = ex_create_path(data_zh, path_a, "generation 0");
+    if (zrc == ZOK || zrc == ZNODEEXISTS)
+        zrc = ex_create_path(data_zh, path_b, "generation 0");
+    if (zrc == ZNODEEXISTS)
+        zrc = ZOK;
     if (zrc != ZOK) {
         fprintf(stderr, "rw_config: cannot set up %s: %s\n", config_dir, zerror(zrc));
         zookeeper_close(data_zh);
@@ -295,7 +237,7 @@ int main(int argc, char **argv)
         atomic_fetch_add(&errors, 1);
     }
     for (int s = 0; s < seconds * 10; s++)
-        sleep_ms(100);
+        ex_sleep_ms(100);
     atomic_store(&stop, 1);
     for (int k = 0; k < started; k++)
         pthread_join(rt[k], NULL);
@@ -313,7 +255,7 @@ int main(int argc, char **argv)
 
     zkr_rwlock_free(rw);
     zkr_client_close(client);
-    delete_tree(data_zh, base);
+    ex_delete_tree(data_zh, base);
     zookeeper_close(data_zh);
 
     printf("final config: a=\"%s\" b=\"%s\"\n", a, b);

@@ -30,6 +30,8 @@
 #include <zookeeper/zookeeper.h>
 #include <zkr/zkr.h>
 
+#include "exdata.h"
+
 typedef struct config {
     const char *hosts;
     int threads;
@@ -53,68 +55,14 @@ static atomic_int sold_here;
 
 /* ---- the ZooKeeper data the tickets live in ------------------------------- */
 
-static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-static zhandle_t *data_connect(void)
-{
-    zhandle_t *zh = zookeeper_init(cfg.hosts, quiet_watcher, 15000, NULL, NULL, 0);
-    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        usleep(50000);
-    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        fprintf(stderr, "ticket_seller: cannot connect to %s\n", cfg.hosts);
-        if (zh)
-            zookeeper_close(zh);
-        return NULL;
-    }
-    return zh;
-}
-
-static int delete_tree(zhandle_t *zh, const char *path)
-{
-    struct String_vector kids = {0, NULL};
-    int rc = zoo_get_children(zh, path, 0, &kids);
-    if (rc == ZNONODE)
-        return ZOK;
-    if (rc != ZOK)
-        return rc;
-    for (int i = 0; i < kids.count && rc == ZOK; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
-        rc = delete_tree(zh, child);
-    }
-    deallocate_String_vector(&kids);
-    if (rc != ZOK)
-        return rc;
-    rc = zoo_delete(zh, path, -1);
-    return rc == ZNONODE ? ZOK : rc;
-}
-
-static int create_parents(zhandle_t *zh, const char *path)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        *p = '/';
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return rc;
-    }
-    int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    return rc == ZNODEEXISTS ? ZOK : rc;
-}
-
 /* A fresh stock: counter 0, no ticket sold. */
 static int reset_stock(void)
 {
-    int rc = delete_tree(data_zh, cfg.path);
+    int rc = ex_delete_tree(data_zh, cfg.path);
     if (rc == ZOK)
-        rc = create_parents(data_zh, cfg.path);
+        rc = ex_create_path(data_zh, cfg.path, "");
+    if (rc == ZNODEEXISTS)
+        rc = ZOK;
     if (rc == ZOK)
         rc = zoo_create(data_zh, counter_path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     if (rc == ZOK)
@@ -258,7 +206,7 @@ static int run_sellers(int proc)
         fprintf(stderr, "ticket_seller: open %s: %s\n", cfg.hosts, zkr_strerror(rc));
         return 2;
     }
-    if (!data_zh && !(data_zh = data_connect())) {
+    if (!data_zh && !(data_zh = ex_data_connect("ticket_seller", cfg.hosts))) {
         zkr_client_close(client);
         return 2;
     }
@@ -425,7 +373,7 @@ int main(int argc, char **argv)
     snprintf(sold_path, sizeof sold_path, "%s/sold", cfg.path);
     snprintf(lock_path, sizeof lock_path, "%s/lock", cfg.path);
 
-    data_zh = data_connect();
+    data_zh = ex_data_connect("ticket_seller", cfg.hosts);
     if (!data_zh || reset_stock() != ZOK)
         return 2;
     printf("selling %d tickets with %d process(es) x %d seller threads, lock %s (%s)\n", cfg.tickets, cfg.procs,
@@ -459,7 +407,7 @@ int main(int argc, char **argv)
             }
         }
         free(pids);
-        data_zh = data_connect();
+        data_zh = ex_data_connect("ticket_seller", cfg.hosts);
         if (!data_zh)
             return 2;
     }

@@ -31,6 +31,8 @@
 #include <zookeeper/zookeeper.h>
 #include <zkr/zkr.h>
 
+#include "exdata.h"
+
 #define MAX_ACCOUNTS 64
 #define MAX_THREADS 64
 #define INITIAL_BALANCE 1000
@@ -53,68 +55,7 @@ static atomic_int violations;
 static atomic_int done_transfers, skipped, timeouts, errors;
 static atomic_llong moved;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- the data nodes ------------------------------------------------------------ */
-
-static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-static zhandle_t *data_connect(void)
-{
-    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
-    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        sleep_ms(50);
-    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        fprintf(stderr, "transfer: cannot connect to %s\n", hosts);
-        if (zh)
-            zookeeper_close(zh);
-        return NULL;
-    }
-    return zh;
-}
-
-static int delete_tree(zhandle_t *zh, const char *path)
-{
-    struct String_vector kids = {0, NULL};
-    int rc = zoo_get_children(zh, path, 0, &kids);
-    if (rc == ZNONODE)
-        return ZOK;
-    if (rc != ZOK)
-        return rc;
-    for (int i = 0; i < kids.count && rc == ZOK; i++) {
-        char child[1024];
-        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
-        rc = delete_tree(zh, child);
-    }
-    deallocate_String_vector(&kids);
-    if (rc != ZOK)
-        return rc;
-    rc = zoo_delete(zh, path, -1);
-    return rc == ZNONODE ? ZOK : rc;
-}
-
-static int create_path(zhandle_t *zh, const char *path, const char *data)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-        *p = '/';
-        if (rc != ZOK && rc != ZNODEEXISTS)
-            return rc;
-    }
-    return zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-}
 
 /* Balance of account i and the version it was read at. */
 static int get_balance(int i, long *balance, int *version)
@@ -245,7 +186,7 @@ static void *teller_main(void *arg)
     for (int k = 0; k < ntransfers; k++) {
         if (one_transfer(t) < 0)
             atomic_fetch_add(&errors, 1);
-        sleep_ms((int)(rand_r(&t->seed) % 3));
+        ex_sleep_ms((int)(rand_r(&t->seed) % 3));
     }
     return NULL;
 }
@@ -321,14 +262,14 @@ int main(int argc, char **argv)
            nthreads, ntransfers);
 
     zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
-    data_zh = data_connect();
+    data_zh = ex_data_connect("transfer", hosts);
     if (!data_zh)
         return 1;
-    int zrc = delete_tree(data_zh, base);
+    int zrc = ex_delete_tree(data_zh, base);
     char initial[32];
     snprintf(initial, sizeof initial, "%d", INITIAL_BALANCE);
     for (int a = 0; a < naccounts && zrc == ZOK; a++)
-        zrc = create_path(data_zh, acct_path[a], initial);
+        zrc = ex_create_path(data_zh, acct_path[a], initial);
     if (zrc != ZOK) {
         fprintf(stderr, "transfer: cannot set up %s: %s\n", base, zerror(zrc));
         zookeeper_close(data_zh);
@@ -385,7 +326,7 @@ int main(int argc, char **argv)
                tellers[k].made, tellers[k].skipped, tellers[k].timeouts);
         teller_close(&tellers[k]);
     }
-    delete_tree(data_zh, base);
+    ex_delete_tree(data_zh, base);
     zookeeper_close(data_zh);
 
     printf("transfers: %d (moved %lld in all), skipped: %d, timeouts: %d, errors: %d, violations: %d\n",

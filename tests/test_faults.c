@@ -117,29 +117,6 @@ static int acq_done(void *p)
     return atomic_load(&((acq_arg_t *)p)->done);
 }
 
-typedef struct count_arg {
-    zhandle_t *zh;
-    const char *path;
-    int want;
-} count_arg_t;
-
-static int count_is(void *p)
-{
-    count_arg_t *a = p;
-    return zkt_count_children(a->zh, a->path) == a->want;
-}
-
-static int wait_children(zhandle_t *zh, const char *path, int want, int ms)
-{
-    count_arg_t a = {zh, path, want};
-    return zkt_wait_for(count_is, &a, ms);
-}
-
-static int expire_session(int64_t id, const char passwd[16])
-{
-    return zkt_expire_session(id, passwd);
-}
-
 /* ---- single-fault tests --------------------------------------------------------- */
 
 /* Stall shorter than the session timeout: IN_DOUBT, then SAFE again. */
@@ -240,7 +217,7 @@ static void test_server_restart_waiter_keeps_place(void)
     acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
     pthread_t t;
     pthread_create(&t, NULL, acq_thread, &w);
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     char **before = NULL;
     size_t nb = 0;
     CU_ASSERT_EQUAL(zkr_mutex_participants(ma, &before, &nb), ZKR_OK);
@@ -286,7 +263,7 @@ static void test_cut_waiter_keeps_place(void)
     acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
     pthread_t t;
     pthread_create(&t, NULL, acq_thread, &w);
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     int64_t b_session = 0;
     zkr_client_session(b, &b_session, NULL);
     for (int i = 0; i < 3; i++) {
@@ -303,7 +280,7 @@ static void test_cut_waiter_keeps_place(void)
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 15000));
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
     CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     zkt_raw_close(raw);
     zkr_mutex_free(ma);
     zkr_mutex_free(mb);
@@ -330,7 +307,7 @@ static void test_waiter_session_lost(void)
     acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99};
     pthread_t t;
     pthread_create(&t, NULL, acq_thread, &w);
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     zkt_proxy_stall(px, 1);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
     int joined = 0;
@@ -339,14 +316,14 @@ static void test_waiter_session_lost(void)
         joined = 1;
     }
     CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
-    CU_ASSERT_TRUE(wait_children(raw, p, 1, 10000)); /* only the holder */
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 1, 10000)); /* only the holder */
     zkt_proxy_stall(px, 0);
     zkt_proxy_cut(px);
     CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     if (!joined) {
         zkt_proxy_stall(px, 0);
         acq_finish(&w, t);
@@ -381,7 +358,7 @@ static void test_release_while_suspended(void)
     CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* still there */
     zkt_proxy_stall(px, 0);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 15000));
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     zkt_raw_close(raw);
@@ -423,7 +400,7 @@ static void test_forced_expiry_all_kinds(void)
     int64_t id;
     char pw[16];
     CU_ASSERT_EQUAL_FATAL(zkr_client_session(a, &id, pw), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(expire_session(id, pw), 0);
+    CU_ASSERT_EQUAL_FATAL(zkt_expire_session(id, pw), 0);
     CU_ASSERT_TRUE(wait_told(&tm, ZKR_HOLD_LOST, 15000));
     CU_ASSERT_TRUE(wait_told(&tr, ZKR_HOLD_LOST, 15000));
     CU_ASSERT_TRUE(wait_told(&ts, ZKR_HOLD_LOST, 15000));
@@ -574,15 +551,6 @@ static void test_ensemble_leader_kill(void)
     zkr_client_close(b);
 }
 
-static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh;
-    (void)type;
-    (void)state;
-    (void)path;
-    (void)ctx;
-}
-
 /* Another connection takes our session over through a different server.
  * ZooKeeper then refuses our connection's requests ("session moved") and
  * drops it; the C client may report that as an out-of-order reply.  The
@@ -613,7 +581,7 @@ static void test_ensemble_session_taken_over(void)
     CU_ASSERT_EQUAL_FATAL(zkr_client_session(a, &sid, cid.passwd), ZKR_OK);
     cid.client_id = sid;
 
-    zhandle_t *thief = zookeeper_init(two, quiet_watcher, 6000, &cid, NULL, 0);
+    zhandle_t *thief = zookeeper_init(two, zkt_noop_watcher, 6000, &cid, NULL, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(thief);
     for (int i = 0; i < 400 && zoo_state(thief) != ZOO_CONNECTED_STATE; i++)
         zkt_sleep_ms(25);
@@ -648,8 +616,8 @@ static void test_ensemble_session_taken_over(void)
     zkr_mutex_free(m2);
     zkr_client_close(a);
     zhandle_t *raw = zkt_raw_at(ens_hosts);
-    CU_ASSERT_TRUE(wait_children(raw, "/ens/moved-1", 0, 15000));
-    CU_ASSERT_TRUE(wait_children(raw, "/ens/moved-2", 0, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/moved-1", 0, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/moved-2", 0, 15000));
     zkt_raw_close(raw);
 }
 
@@ -933,7 +901,7 @@ static int64_t standalone_faults(zkt_proxy_t **px)
     CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
     zkt_sleep_ms(1500);
     wait_holding(3);
-    CU_ASSERT_EQUAL(expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
+    CU_ASSERT_EQUAL(zkt_expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
     return zkt_now_ms();
 }
 
@@ -1001,11 +969,11 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
     if (kind == KIND_SMUTEX || kind == KIND_SEMAPHORE) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s/leases", p);
-        CU_ASSERT_TRUE(wait_children(raw, sub, 0, 10000));
+        CU_ASSERT_TRUE(zkt_wait_children(raw, sub, 0, 10000));
         snprintf(sub, sizeof sub, "%s/locks", p);
-        CU_ASSERT_TRUE(wait_children(raw, sub, 0, 10000));
+        CU_ASSERT_TRUE(zkt_wait_children(raw, sub, 0, 10000));
     } else {
-        CU_ASSERT_TRUE(wait_children(raw, p, 0, 10000));
+        CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     }
     zkt_raw_close(raw);
     for (int w = 0; w < WORKERS; w++)

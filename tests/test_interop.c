@@ -171,26 +171,6 @@ static int suite_clean(void)
     return 0;
 }
 
-/* ---- helpers ---------------------------------------------------------------------- */
-
-typedef struct count_arg {
-    zhandle_t *zh;
-    const char *path;
-    int want;
-} count_arg_t;
-
-static int count_is(void *p)
-{
-    count_arg_t *a = p;
-    return zkt_count_children(a->zh, a->path) == a->want;
-}
-
-static int wait_children(zhandle_t *zh, const char *path, int want, int ms)
-{
-    count_arg_t a = {zh, path, want};
-    return zkt_wait_for(count_is, &a, ms);
-}
-
 /* A C holder in a thread of its own (holds are per thread). */
 typedef struct cholder {
     zkr_lock_ref_t ref;
@@ -298,7 +278,7 @@ static void test_mutex_alternate(void)
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     zhandle_t *raw = zkt_raw();
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 5000));
     zkt_raw_close(raw);
     zkr_mutex_free(m);
     zkr_client_close(c);
@@ -406,13 +386,13 @@ static void test_queue_order(void)
     cholder_t b, d;
     /* Queue: Java a, C b, Java c, C d, each once the previous is in. */
     CU_ASSERT_TRUE(jis("STARTED", "hold qa mutex %s -1", p));
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 15000));
     cholder_start(&b, zkr_mutex_ref(mb), 60000, &order);
-    CU_ASSERT_TRUE(wait_children(raw, p, 3, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 3, 15000));
     CU_ASSERT_TRUE(jis("STARTED", "hold qc mutex %s -1", p));
-    CU_ASSERT_TRUE(wait_children(raw, p, 4, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 4, 15000));
     cholder_start(&d, zkr_mutex_ref(md), 60000, &order);
-    CU_ASSERT_TRUE(wait_children(raw, p, 5, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 5, 15000));
 
     /* Our participant list is Curator's, item for item. */
     char **parts = NULL;
@@ -441,7 +421,7 @@ static void test_queue_order(void)
     cholder_finish(&d);
     CU_ASSERT_EQUAL(b.acquired_as, 1);
     CU_ASSERT_EQUAL(d.acquired_as, 2);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 5000));
     zkt_raw_close(raw);
     zkr_mutex_free(m);
     zkr_mutex_free(mb);
@@ -488,7 +468,7 @@ static void test_rwlock(void)
      * that arrives later. */
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_read_acquire(l1, 5000), ZKR_OK);
     CU_ASSERT_TRUE(jis("STARTED", "hold w2 write %s -1", p));
-    CU_ASSERT_TRUE(wait_children(raw, p, 2, 15000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 15000));
     CU_ASSERT_EQUAL(zkr_rwlock_read_acquire(l2, 300), ZKR_ETIMEDOUT);
     CU_ASSERT_TRUE(jis("WAITING", "state w2"));
     char **parts = NULL;
@@ -517,7 +497,7 @@ static void test_rwlock(void)
     CU_ASSERT_TRUE(jis("OK", "release w2"));
     CU_ASSERT_EQUAL(zkr_rwlock_read_acquire(l2, 5000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_rwlock_read_release(l2), ZKR_OK);
-    CU_ASSERT_TRUE(wait_children(raw, p, 0, 5000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 5000));
     zkt_raw_close(raw);
     zkr_rwlock_free(l1);
     zkr_rwlock_free(l2);
@@ -613,7 +593,7 @@ static void mixed_stress(const char *kind, int max)
     CU_ASSERT_EQUAL(j_done, N * CYCLES);
     char sub[200];
     snprintf(sub, sizeof sub, "%s/leases", p);
-    CU_ASSERT_TRUE(wait_children(raw, sub, 0, 5000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, sub, 0, 5000));
     /* Lease names are Curator's. */
     zkt_raw_close(raw);
 }
@@ -662,11 +642,6 @@ static void on_revoke(zkr_mutex_t *m, void *ctx)
     atomic_fetch_add((atomic_int *)ctx, 1);
 }
 
-static int flag_set(void *p)
-{
-    return atomic_load((atomic_int *)p) > 0;
-}
-
 static void test_revocation_both_ways(void)
 {
     char p[128];
@@ -696,7 +671,7 @@ static void test_revocation_both_ways(void)
     char *node = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_node_path(m, &node), ZKR_OK);
     CU_ASSERT_TRUE(jis("OK", "revoke %s", node));
-    CU_ASSERT_TRUE(zkt_wait_for(flag_set, &asked, 10000));
+    CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &asked, 10000));
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     free(node);
     zkr_mutex_free(m);
@@ -727,7 +702,7 @@ static void test_foreign_children_order(void)
     cholder_t h;
     cholder_start(&h, zkr_mutex_ref(m), 2000, NULL); /* queues behind foreign nodes */
     CU_ASSERT_TRUE(jis("STARTED", "hold fj mutex %s 2000", p));
-    CU_ASSERT_TRUE(wait_children(raw, p, 9, 10000));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 9, 10000));
     char **parts = NULL;
     size_t n = 0;
     CU_ASSERT_EQUAL(zkr_mutex_participants(m, &parts, &n), ZKR_OK);

@@ -41,48 +41,6 @@ static int free_for_others(zkr_lock_ref_t other)
     return rc == ZKR_OK;
 }
 
-static void noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-typedef struct session_change {
-    zkr_client_t *c;
-    int64_t old;
-} session_change_t;
-
-static int new_session_cond(void *arg)
-{
-    session_change_t *s = arg;
-    int64_t id = 0;
-    return zkr_client_session(s->c, &id, NULL) == ZKR_OK && id != s->old && zkr_client_is_connected(s->c);
-}
-
-/* End c's session from outside: a second handle on the same session,
- * closed, makes the server expire it.  If c reconnects while that handle
- * is connecting, the session moves back to c and the close may never be
- * sent (the handle is no longer connected): try again (bounded). */
-static void expire_session(zkr_client_t *c)
-{
-    clientid_t cid;
-    memset(&cid, 0, sizeof cid);
-    CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &cid.client_id, cid.passwd), ZKR_OK);
-    session_change_t s = {c, cid.client_id};
-    for (int attempt = 1; attempt <= 5; attempt++) {
-        zhandle_t *zh = zookeeper_init(zkt_hosts(), noop_watcher, SESSION_MS, &cid, NULL, 0);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
-        for (int i = 0; i < 400 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-            zkt_sleep_ms(25);
-        int connected = zoo_state(zh) == ZOO_CONNECTED_STATE;
-        zookeeper_close(zh);
-        if (zkt_wait_for(new_session_cond, &s, 20000))
-            return;
-        printf("\n    expire attempt %d: handle %s, client state %s ", attempt,
-               connected ? "connected" : "not connected", zkr_state_name(zkr_client_state(c)));
-    }
-    CU_FAIL_FATAL("could not end the session");
-}
-
 /* ---- the common interface on each kind -------------------------------------------- */
 
 static void check_kind(zkr_lock_ref_t r, zkr_lock_ref_t other, const char *kind)
@@ -637,7 +595,7 @@ static void test_release_partial_failure(void)
      * session (ZKR_ELOST), B was released behind our back (ENOTOWNER).
      * Release goes C, B, A: the first error is C's, and A is released. */
     CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
-    expire_session(c2);
+    zkt_expire_client(c2, SESSION_MS);
     CU_ASSERT_EQUAL(zkr_rwlock_write_release(t.b), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_ELOST);
     for (int i = 0; i < 3; i++)

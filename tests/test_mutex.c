@@ -40,30 +40,6 @@ static zkr_mutex_t *new_mutex(zkr_client_t *c, const char *path)
     return m;
 }
 
-typedef struct kids_want {
-    zhandle_t *zh;
-    const char *path;
-    int n;
-} kids_want_t;
-
-static int kids_are(void *arg)
-{
-    kids_want_t *w = arg;
-    return zkt_count_children(w->zh, w->path) == w->n;
-}
-
-/* Wait (bounded) until `path` has exactly n children. */
-static int wait_kids(zhandle_t *zh, const char *path, int n)
-{
-    kids_want_t w = {zh, path, n};
-    return zkt_wait_for(kids_are, &w, POLL_MS);
-}
-
-static int flag_set(void *arg)
-{
-    return atomic_load((atomic_int *)arg) != 0;
-}
-
 typedef struct int_at_least {
     atomic_int *v;
     int n;
@@ -533,9 +509,9 @@ static void test_abandoned_middle(void)
 
     other_call_t ob, oc;
     other_start(&ob, b, 1, 3000, 1);
-    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, POLL_MS));
     other_start(&oc, c, 1, LONG_WAIT_MS, 1);
-    CU_ASSERT_FATAL(wait_kids(zh, path, 3));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 3, POLL_MS));
     dir_watches_t dw = {path, 2};
     CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
     char **parts = NULL;
@@ -675,7 +651,7 @@ static void test_herd(void)
         CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, herd_main, &w[i]) == 0);
 
     /* Everyone queued, and every waiter has set its watch. */
-    CU_ASSERT(wait_kids(zh, path, HERD_N + 1));
+    CU_ASSERT(zkt_wait_children(zh, path, HERD_N + 1, POLL_MS));
     dir_watches_t dw = {path, HERD_N};
     CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
 
@@ -815,7 +791,7 @@ static void test_fifo(void)
         w[i].m = new_mutex(wc[ci], path);
         w[i].rc_acquire = w[i].rc_release = 1;
         CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, fifo_main, &w[i]) == 0);
-        CU_ASSERT_FATAL(wait_kids(zh, path, i + 2));
+        CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, POLL_MS));
     }
     CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
     for (int i = 0; i < FIFO_N; i++) {
@@ -964,7 +940,7 @@ static void test_participants(void)
         wc[i] = zkt_client(SESSION_MS);
         wm[i] = new_mutex(wc[i], path);
         other_start(&o[i], wm[i], 1, LONG_WAIT_MS, 1);
-        CU_ASSERT_FATAL(wait_kids(zh, path, i + 2));
+        CU_ASSERT_FATAL(zkt_wait_children(zh, path, i + 2, POLL_MS));
     }
 
     CU_ASSERT_EQUAL(zkr_mutex_participants(hm, &parts, &np), ZKR_OK);
@@ -1054,7 +1030,7 @@ static void test_revocation(void)
 
     other_call_t o;
     other_start(&o, b, 1, LONG_WAIT_MS, 1);
-    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, POLL_MS));
 
     char **parts = NULL;
     size_t np = 0;
@@ -1063,7 +1039,7 @@ static void test_revocation(void)
     CU_ASSERT_STRING_EQUAL(parts[0], anode);
     CU_ASSERT_EQUAL(atomic_load(&rv.n), 0);
     CU_ASSERT_EQUAL(zkr_revoke_request(cb, parts[0]), ZKR_OK);
-    CU_ASSERT_FATAL(zkt_wait_for(flag_set, &rv.n, POLL_MS));
+    CU_ASSERT_FATAL(zkt_wait_for(zkt_flag_set, &rv.n, POLL_MS));
     CU_ASSERT_PTR_EQUAL(atomic_load(&rv.m), a);
     /* What went on the wire: "__REVOKE__" in the holder's node. */
     char buf[32];
@@ -1145,7 +1121,7 @@ static void test_revocation_pending(void)
 
     revocable_waiter_t w = {.m = b, .rv = &rv, .rc = 1, .rc_release = 1, .told_on_return = -1};
     CU_ASSERT_FATAL(pthread_create(&w.tid, NULL, revocable_waiter_main, &w) == 0);
-    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, POLL_MS));
     char **parts = NULL;
     size_t np = 0;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(a, &parts, &np), ZKR_OK);
@@ -1267,7 +1243,7 @@ static void test_threads_one_object(void)
 
     other_call_t o;
     other_start(&o, m, 1, LONG_WAIT_MS, 1);
-    CU_ASSERT_FATAL(wait_kids(zh, path, 2));
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, POLL_MS));
     /* Its watch is set once its node is queued; it is still blocked. */
     dir_watches_t dw = {path, 1};
     CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));

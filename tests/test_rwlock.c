@@ -26,27 +26,6 @@ static long next_stamp(void)
     return atomic_fetch_add(&g_stamp, 1) + 1;
 }
 
-/* ---- small helpers ------------------------------------------------------------ */
-
-typedef struct children_want {
-    zhandle_t *zh;
-    const char *path;
-    int n;
-} children_want_t;
-
-static int children_cond(void *arg)
-{
-    children_want_t *w = arg;
-    return zkt_count_children(w->zh, w->path) == w->n;
-}
-
-/* Wait (bounded) until `path` has exactly n children. */
-static int wait_children(zhandle_t *zh, const char *path, int n)
-{
-    children_want_t w = {zh, path, n};
-    return zkt_wait_for(children_cond, &w, POLL_MS);
-}
-
 typedef struct watch_want {
     const char *path;
     int n;
@@ -152,47 +131,6 @@ static char **participants(zkr_rwlock_t *l, size_t *n)
     *n = 0;
     CU_ASSERT_EQUAL(zkr_rwlock_participants(l, &p, n), ZKR_OK);
     return p;
-}
-
-/* ---- a session ended from outside -------------------------------------------------- */
-
-static void noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-typedef struct session_change {
-    zkr_client_t *c;
-    int64_t old;
-} session_change_t;
-
-static int new_session_cond(void *arg)
-{
-    session_change_t *s = arg;
-    int64_t id = 0;
-    return zkr_client_session(s->c, &id, NULL) == ZKR_OK && id != s->old && zkr_client_is_connected(s->c);
-}
-
-/* A second handle on c's session, closed, makes the server expire it; wait
- * until c runs on a new session.  If c reconnects while that handle is
- * connecting, the session moves back to c and the close may never be sent:
- * try again (bounded). */
-static void expire_session(zkr_client_t *c)
-{
-    clientid_t cid;
-    memset(&cid, 0, sizeof cid);
-    CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &cid.client_id, cid.passwd), ZKR_OK);
-    session_change_t s = {c, cid.client_id};
-    for (int attempt = 1; attempt <= 5; attempt++) {
-        zhandle_t *zh = zookeeper_init(zkt_hosts(), noop_watcher, SESSION_MS, &cid, NULL, 0);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
-        for (int i = 0; i < 400 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-            zkt_sleep_ms(25);
-        zookeeper_close(zh);
-        if (zkt_wait_for(new_session_cond, &s, 20000))
-            return;
-    }
-    CU_FAIL_FATAL("could not end the session");
 }
 
 /* ---- a thread that takes one half, holds it until told, and releases ------------ */
@@ -496,7 +434,7 @@ static void test_writer_not_starved(void)
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_read_acquire(r1, 5000), ZKR_OK);
     worker_t w;
     worker_start(&w, cw, path, 1, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path, 2)); /* W is queued */
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, 2, POLL_MS)); /* W is queued */
     CU_ASSERT_EQUAL(atomic_load(&w.returned), 0);
 
     /* R2 arrives after W: it must wait behind W, although only a reader
@@ -505,7 +443,7 @@ static void test_writer_not_starved(void)
     CU_ASSERT_EQUAL(zkt_count_children(raw, path), 2);
     worker_t r2;
     worker_start(&r2, cr2, path, 0, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path, 3));
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, 3, POLL_MS));
     zkt_sleep_ms(300);
     CU_ASSERT_EQUAL(atomic_load(&w.returned), 0);
     CU_ASSERT_EQUAL(atomic_load(&r2.returned), 0);
@@ -564,7 +502,7 @@ static void test_herd_watches(void)
         rid[i] = session_of(cr[i]);
         worker_start(&r[i], cr[i], path, 0, LONG_WAIT_MS);
     }
-    CU_ASSERT_TRUE(wait_children(raw, path, HERD_READERS + 1));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, HERD_READERS + 1, POLL_MS));
     CU_ASSERT_TRUE(wait_watches(wpath, HERD_READERS));
     int64_t ids[2 * HERD_READERS];
     int k = watch_sessions(wpath, ids, 2 * HERD_READERS);
@@ -605,9 +543,9 @@ static void test_herd_watches(void)
     zkr_client_t *c2 = zkt_client(SESSION_MS), *c3 = zkt_client(SESSION_MS);
     worker_t w2, w3;
     worker_start(&w2, c2, path2, 1, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path2, 2));
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path2, 2, POLL_MS));
     worker_start(&w3, c3, path2, 1, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path2, 3));
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path2, 3, POLL_MS));
     p = participants(lw1, &n);
     CU_ASSERT_FATAL(n == 3);
     CU_ASSERT_TRUE(wait_watches(p[0], 1));
@@ -643,7 +581,7 @@ static void test_herd_watches(void)
     CU_ASSERT_EQUAL(zkr_rwlock_read_acquire(lb, 5000), ZKR_OK);
     worker_t w4;
     worker_start(&w4, c3, path3, 1, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path3, 3));
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path3, 3, POLL_MS));
     p = participants(la, &n);
     CU_ASSERT_FATAL(n == 3);
     CU_ASSERT_TRUE(wait_watches(p[1], 1));
@@ -693,7 +631,7 @@ static void test_downgrade(void)
     /* Another writer queues. */
     worker_t w2;
     worker_start(&w2, cb, path, 1, LONG_WAIT_MS);
-    CU_ASSERT_TRUE_FATAL(wait_children(raw, path, 2));
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, 2, POLL_MS));
 
     /* The holder takes the read lock on a single try: no queueing. */
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_read_acquire(l, 0), ZKR_OK);
@@ -783,7 +721,7 @@ static void test_no_downgrade_after_session_loss(void)
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&lo, o, path), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(l, 5000), ZKR_OK);
 
-    expire_session(c);
+    zkt_expire_client(c, SESSION_MS);
     /* The write node went with the session: another writer gets in. */
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(lo, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(raw, path), 1);
@@ -1014,7 +952,7 @@ static void test_participants_order(void)
     for (int i = 0; i < 3; i++) {
         c[i] = zkt_client(SESSION_MS);
         worker_start(&w[i], c[i], path, kinds[i + 1], LONG_WAIT_MS);
-        CU_ASSERT_TRUE_FATAL(wait_children(raw, path, i + 2));
+        CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, i + 2, POLL_MS));
     }
     p = participants(l0, &n);
     CU_ASSERT_EQUAL_FATAL(n, 4);

@@ -48,29 +48,6 @@ static void dirs_of(sem_dirs_t *d, const char *path)
     snprintf(d->locks, sizeof d->locks, "%s/locks", path);
 }
 
-typedef struct kids_want {
-    zhandle_t *zh;
-    const char *path;
-    int n;
-} kids_want_t;
-
-static int kids_are(void *arg)
-{
-    kids_want_t *w = arg;
-    return zkt_count_children(w->zh, w->path) == w->n;
-}
-
-static int wait_kids(zhandle_t *zh, const char *path, int n)
-{
-    kids_want_t w = {zh, path, n};
-    return zkt_wait_for(kids_are, &w, POLL_MS);
-}
-
-static int flag_set(void *arg)
-{
-    return atomic_load((atomic_int *)arg) != 0;
-}
-
 /* 1 if the children of dir are exactly the basenames of paths[0..n). */
 static int children_are(zhandle_t *zh, const char *dir, const char *const *paths, int n)
 {
@@ -382,13 +359,13 @@ static void test_shared_count(void)
     /* The waiter is in (its lease waits for room), and stays there. */
     sem_call_t w;
     sem_call_start(&w, b, 20000);
-    CU_ASSERT(wait_kids(zh, d.leases, 2));
+    CU_ASSERT(zkt_wait_children(zh, d.leases, 2, POLL_MS));
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 1);
     CU_ASSERT_EQUAL(atomic_load(&w.done), 0);
 
     /* Raising the count lets it in; the holder has not released. */
     CU_ASSERT_EQUAL(zkr_shared_count_set(ca, count, 2), ZKR_OK);
-    CU_ASSERT(zkt_wait_for(flag_set, &w.done, POLL_MS));
+    CU_ASSERT(zkt_wait_for(zkt_flag_set, &w.done, POLL_MS));
     pthread_join(w.tid, NULL);
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
     CU_ASSERT_PTR_NOT_NULL(w.lease);
@@ -646,8 +623,8 @@ static void test_no_herd(void)
     }
     /* One waiter holds locks/ and has its lease waiting for room; the
      * others queue on locks/, each watching its predecessor there. */
-    CU_ASSERT(wait_kids(zh, d.locks, NH_WAITERS));
-    CU_ASSERT(wait_kids(zh, d.leases, 2));
+    CU_ASSERT(zkt_wait_children(zh, d.locks, NH_WAITERS, POLL_MS));
+    CU_ASSERT(zkt_wait_children(zh, d.leases, 2, POLL_MS));
     dir_watches_t dw = {d.locks, NH_WAITERS - 1};
     CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
     CU_ASSERT_EQUAL(watches_under(d.leases), 0);

@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,3 +338,66 @@ void zkt_jitter(unsigned *seed, int max_us)
     }
 }
 
+
+/* ---- waiting on the server ---- */
+
+typedef struct children_want {
+    zhandle_t *zh;
+    const char *path;
+    int n;
+} children_want_t;
+
+static int children_are(void *arg)
+{
+    children_want_t *w = arg;
+    return zkt_count_children(w->zh, w->path) == w->n;
+}
+
+int zkt_wait_children(zhandle_t *zh, const char *path, int n, int timeout_ms)
+{
+    children_want_t w = {zh, path, n};
+    return zkt_wait_for(children_are, &w, timeout_ms);
+}
+
+int zkt_flag_set(void *arg)
+{
+    return atomic_load((atomic_int *)arg) > 0;
+}
+
+void zkt_noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+typedef struct session_change {
+    zkr_client_t *c;
+    int64_t old;
+} session_change_t;
+
+static int new_session_cond(void *arg)
+{
+    session_change_t *s = arg;
+    int64_t id = 0;
+    return zkr_client_session(s->c, &id, NULL) == ZKR_OK && id != s->old && zkr_client_is_connected(s->c);
+}
+
+void zkt_expire_client(zkr_client_t *c, int session_ms)
+{
+    clientid_t cid;
+    memset(&cid, 0, sizeof cid);
+    CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &cid.client_id, cid.passwd), ZKR_OK);
+    session_change_t s = {c, cid.client_id};
+    for (int attempt = 1; attempt <= 5; attempt++) {
+        zhandle_t *zh = zookeeper_init(zkt_hosts(), zkt_noop_watcher, session_ms, &cid, NULL, 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(zh);
+        for (int i = 0; i < 400 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+            zkt_sleep_ms(25);
+        int connected = zoo_state(zh) == ZOO_CONNECTED_STATE;
+        zookeeper_close(zh);
+        if (zkt_wait_for(new_session_cond, &s, 20000))
+            return;
+        printf("\n    expire attempt %d: handle %s, client state %s ", attempt,
+               connected ? "connected" : "not connected", zkr_state_name(zkr_client_state(c)));
+    }
+    CU_FAIL_FATAL("could not end the session");
+}

@@ -28,6 +28,16 @@ zhandle_t *zkt_raw_at(const char *hosts);
 void zkt_raw_close(zhandle_t *zh);
 /* Number of children of path (0 if it does not exist), -1 on error. */
 int zkt_count_children(zhandle_t *zh, const char *path);
+/* Wait up to timeout_ms until `path` has exactly n children; 1 if it did. */
+int zkt_wait_children(zhandle_t *zh, const char *path, int n, int timeout_ms);
+/* A zkt_wait_for condition: the atomic_int at arg is above zero. */
+int zkt_flag_set(void *arg);
+/* A watcher that ignores everything (for raw handles). */
+void zkt_noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx);
+/* End client c's session from outside (a second handle on it, closed) and
+ * wait until c runs on a new session; retries (bounded) if c reconnects
+ * first and takes the session back.  Fails the test (fatal) otherwise. */
+void zkt_expire_client(zkr_client_t *c, int session_ms);
 /* Sleep ms milliseconds. */
 void zkt_sleep_ms(int ms);
 int64_t zkt_now_ms(void);

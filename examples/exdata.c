@@ -1,0 +1,68 @@
+/* Helpers shared by the examples (see exdata.h). */
+#include "exdata.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+void ex_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
+}
+
+zhandle_t *ex_data_connect(const char *prog, const char *hosts)
+{
+    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
+    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        ex_sleep_ms(50);
+    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        fprintf(stderr, "%s: cannot connect to %s\n", prog, hosts);
+        if (zh)
+            zookeeper_close(zh);
+        return NULL;
+    }
+    return zh;
+}
+
+int ex_delete_tree(zhandle_t *zh, const char *path)
+{
+    struct String_vector kids = {0, NULL};
+    int rc = zoo_get_children(zh, path, 0, &kids);
+    if (rc == ZNONODE)
+        return ZOK;
+    if (rc != ZOK)
+        return rc;
+    for (int i = 0; i < kids.count && rc == ZOK; i++) {
+        char child[1024];
+        snprintf(child, sizeof child, "%s/%s", path, kids.data[i]);
+        rc = ex_delete_tree(zh, child);
+    }
+    deallocate_String_vector(&kids);
+    if (rc != ZOK)
+        return rc;
+    rc = zoo_delete(zh, path, -1);
+    return rc == ZNONODE ? ZOK : rc;
+}
+
+int ex_create_path(zhandle_t *zh, const char *path, const char *data)
+{
+    char buf[512];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return ZBADARGUMENTS;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int rc = zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        *p = '/';
+        if (rc != ZOK && rc != ZNODEEXISTS)
+            return rc;
+    }
+    return zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+}
