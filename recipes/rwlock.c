@@ -81,6 +81,13 @@ int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path)
         free(l);
         return ZKR_ESYSTEM;
     }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        pthread_mutex_destroy(&l->mu);
+        free(l->path);
+        free(l);
+        return rc;
+    }
     l->c = c;
     l->reads.mu = &l->mu;
     l->writes.mu = &l->mu;
@@ -286,6 +293,7 @@ void zkr_rwlock_free(zkr_rwlock_t *l)
     while ((h = zkr__holds_pop(&l->writes)))
         hold_free(l->c, h);
     pthread_mutex_destroy(&l->mu);
+    zkr__client_release(l->c);
     free(l->path);
     free(l);
 }

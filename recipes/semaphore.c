@@ -39,6 +39,8 @@ static const zkr__driver_t lease_driver = {
 
 static void sem_destroy(zkr_semaphore_t *s)
 {
+    if (s->c)
+        zkr__client_release(s->c);
     pthread_mutex_destroy(&s->mu);
     free(s->locks_dir);
     free(s->leases_dir);
@@ -55,6 +57,11 @@ static int sem_make(zkr_semaphore_t **out, zkr_client_t *c, const char *path, in
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKR_ESYSTEM;
+    }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        sem_destroy(s);
+        return rc;
     }
     s->c = c;
     s->max_fixed = max;
@@ -111,81 +118,47 @@ static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *ma
     return ZKR_OK;
 }
 
-/* Wait, as holder of locks/, until our lease is among at most max leases. */
-static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
+typedef struct room_step {
+    zkr_semaphore_t *s;
+    const char *name; /* our lease's name */
+} room_step_t;
+
+/* As holder of locks/: read the max (watched, if shared) and list the
+ * leases with a children watch (only the locks/ holder watches them, so
+ * there is no herd); done when ours is among at most max leases. */
+static int room_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w, int can_wait)
 {
-    zkr_client_t *c = s->c;
-    zkr__waiter_t w;
-    int rc = zkr__waiter_init(c, &w);
-    if (rc != ZKR_OK)
-        return rc;
-    pthread_mutex_t *mu = zkr__client_mutex(c);
-    const char *name = zkr__path_basename(lease->path);
-    for (;;) {
-        zkr__zh_t *h;
-        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
-            break;
-        if (zkr__zh_session(c, h) != lease->session) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ESESSIONLOST;
-            break;
-        }
-        pthread_mutex_lock(mu);
-        w.events = 0;
-        pthread_mutex_unlock(mu);
-        int max = s->max_fixed;
-        rc = ZKR_OK;
-        if (s->count_path)
-            rc = read_count(zkr__zh(h), s->count_path, &w, &max);
-        struct String_vector sv = {0, NULL};
-        int zrc = ZOK;
-        if (rc == ZKR_OK) {
-            /* Only the holder of locks/ watches the leases: no herd. */
-            zrc = zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
-                                                               zkr__waiter_ctx(&w), &sv));
-            rc = zkr__zk_error(zrc);
-        }
-        zkr__client_put_handle(c, h);
-        if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
-            deallocate_String_vector(&sv);
-            if ((rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
-                break;
-            continue;
-        }
-        if (rc != ZKR_OK) {
-            deallocate_String_vector(&sv);
-            break;
-        }
+    (void)c;
+    room_step_t *r = arg;
+    zkr_semaphore_t *s = r->s;
+    int max = s->max_fixed;
+    int rc = ZKR_OK;
+    if (s->count_path)
+        rc = read_count(zkr__zh(h), s->count_path, w, &max);
+    struct String_vector sv = {0, NULL};
+    if (rc == ZKR_OK)
+        rc = zkr__zk_error(zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
+                                                                     zkr__waiter_ctx(w), &sv)));
+    if (rc == ZKR_OK) {
         int found = 0;
         for (int32_t i = 0; i < sv.count; i++)
-            if (sv.data[i] && strcmp(sv.data[i], name) == 0)
+            if (sv.data[i] && strcmp(sv.data[i], r->name) == 0)
                 found = 1;
-        int32_t count = sv.count;
-        deallocate_String_vector(&sv);
-        if (!found) {
+        if (!found)
             rc = ZKR_ESESSIONLOST; /* our lease vanished with its session */
-            break;
-        }
-        if (count <= max) {
-            rc = ZKR_OK;
-            break;
-        }
-        pthread_mutex_lock(mu);
-        unsigned ev = zkr__remaining_ms(deadline) == 0 ? 0 : zkr__waiter_wait_locked(c, &w, deadline);
-        pthread_mutex_unlock(mu);
-        if (ev & ZKR__WAKE_CLOSE) {
-            rc = ZKR_ECLOSED;
-            break;
-        }
-        if (ev == 0) {
-            rc = ZKR_ETIMEDOUT;
-            break;
-        }
-        if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
-            break;
+        else if (sv.count > max)
+            rc = can_wait ? ZKR__STEP_WAIT : ZKR_ETIMEDOUT;
+    } else if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
+        rc = ZKR__STEP_RECONNECT;
     }
-    zkr__waiter_destroy(c, &w);
+    deallocate_String_vector(&sv);
     return rc;
+}
+
+static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
+{
+    room_step_t r = {s, zkr__path_basename(lease->path)};
+    return zkr__watch_loop(s->c, lease->session, deadline, room_step, &r);
 }
 
 static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
@@ -194,10 +167,16 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     zkr_lease_t *l = calloc(1, sizeof *l);
     if (!l)
         return ZKR_ENOMEM;
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        free(l);
+        return rc;
+    }
     l->c = c;
     zkr__node_t lock;
-    int rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
+    rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
     if (rc != ZKR_OK) {
+        zkr__client_release(c);
         free(l);
         return rc;
     }
@@ -220,6 +199,7 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
         }
     }
     if (rc != ZKR_OK) {
+        zkr__client_release(c);
         free(l);
         return rc;
     }
@@ -276,6 +256,7 @@ int zkr_lease_return(zkr_lease_t *l)
     if (!l)
         return ZKR_OK;
     int rc = zkr__node_delete(l->c, &l->node);
+    zkr__client_release(l->c);
     free(l);
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
 }

@@ -8,8 +8,8 @@
  * Threading: every function may be called from any thread.  Listeners run
  * one at a time, in registration order, on a thread owned by the client
  * (never on ZooKeeper's completion thread), so a listener may call any
- * library function, including zkr_client_remove_listener on itself.  It must
- * not call zkr_client_close on its own client. */
+ * library function, including zkr_client_remove_listener on itself, but
+ * not zkr_client_close on its own client (ZKR_EDEADLK). */
 #ifndef ZKR_CLIENT_H
 #define ZKR_CLIENT_H
 
@@ -110,14 +110,21 @@ ZKR_EXTERN int zkr_client_add_listener(zkr_client_t *c, zkr_state_fn fn, void *c
  * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENONODE (not registered). */
 ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
 
-/* Close the session (ephemeral lock nodes vanish at once on the server) and
- * free the client.  Threads blocked in the library on this client return
- * ZKR_ECLOSED; when zkr_client_close returns, no callback of this client
- * runs any more and no memory of it is touched.  Lock objects made on the
- * client must be freed before it; using them afterwards is undefined.
- * Safe while disconnected.  NULL is a no-op.  Must not be called from a
- * listener or callback of the same client. */
-ZKR_EXTERN void zkr_client_close(zkr_client_t *c);
+/* Close the session (ephemeral lock nodes vanish at once on the server).
+ * Threads blocked in the library on this client return ZKR_ECLOSED; when
+ * zkr_client_close returns, no callback of this client runs any more.
+ * Safe while disconnected.  Lock objects and leases made on the client may
+ * be freed before or after it, even while it closes: after close every
+ * call on them returns ZKR_ECLOSED (releases: ZKR_OK, their nodes went
+ * with the session) and *_free only frees memory; the client's own memory
+ * is freed when it and every object made on it are.  Call it once.
+ * Returns:
+ *   ZKR_OK       closed (also for NULL, a no-op)
+ *   ZKR_EDEADLK  called from a listener, hold listener or revocation
+ *                function of this same client (they run on the client's
+ *                thread, which close must join): nothing was done
+ *   ZKR_ECLOSED  another thread is closing it already */
+ZKR_EXTERN int zkr_client_close(zkr_client_t *c);
 
 #ifdef __cplusplus
 }
