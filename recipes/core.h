@@ -144,6 +144,10 @@ struct zkr_client {
     int wclosing;             /* a copy of closing, for waiters */
 };
 
+/* Tests only (never set by the library): called by the rebuild between
+ * making the new handle and making it current, to widen that window. */
+extern void (*zkr__test_rebuild_pause)(void);
+
 /* ---- session.c ---- */
 int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out);
 void zkr__handle_close(zkr__zh_t *h);
@@ -158,6 +162,10 @@ int zkr__is_usable_state(zkr_state_t s);
 int zkr__is_connected_state(zkr_state_t s);
 /* 1 if the client is usable now (CONNECTED/RECONNECTED, connected).  c->mu held. */
 int zkr__usable_locked(const zkr_client_t *c);
+
+/* Tests only (never set by the library): called by the rebuild between
+ * making the new handle and making it current, to widen that window. */
+extern void (*zkr__test_rebuild_pause)(void);
 
 /* ---- listeners.c ---- */
 /* Deliver the next queued state to listeners, then to tracked holds.

@@ -31,6 +31,11 @@ int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t o
 
 /* The ordinary mutex driver: marker "lock-", first node holds it. */
 extern const zkr__driver_t zkr__lock_driver;
+/* The read/write lock's drivers (rwlock.c), on one axis (strip through the
+ * last __READ__, then the last __WRIT__): a writer holds when first; a
+ * reader when no writer stands before it, else it watches the first one. */
+extern const zkr__driver_t zkr__write_driver;
+extern const zkr__driver_t zkr__read_driver;
 
 /* One node we created. */
 typedef struct zkr__node {

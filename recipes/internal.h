@@ -161,7 +161,7 @@ void zkr__client_delete_later(zkr_client_t *c, const char *path, int64_t session
  * protected "_c_<uuid>-" prefix whose create reply was lost). */
 void zkr__client_delete_prefix_later(zkr_client_t *c, const char *dir, const char *prefix,
                                      int64_t session_id);
-#define ZKR__DELETE_MAX_FAILURES 8
+#define ZKR__DELETE_MAX_FAILURES 6
 /* Background deletes not yet done, and deletes given up since open. */
 int zkr__client_pending_deletes(zkr_client_t *c);
 int zkr__client_abandoned_deletes(zkr_client_t *c);

@@ -31,7 +31,7 @@ static const char *rw_key(const char *name, const char *marker)
 
 static const int one_writer = 1;
 
-static const zkr__driver_t write_driver = {
+const zkr__driver_t zkr__write_driver = {
     .marker = WRITE_MARKER,
     .key = rw_key,
     .key_marker = NULL,
@@ -54,7 +54,7 @@ static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t 
     return 1;
 }
 
-static const zkr__driver_t read_driver = {
+const zkr__driver_t zkr__read_driver = {
     .marker = READ_MARKER,
     .key = rw_key,
     .key_marker = NULL,
@@ -171,7 +171,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             rc = ZKR_ESESSIONLOST;
         }
     } else {
-        rc = zkr__queue_acquire(l->c, l->path, writer ? &write_driver : &read_driver, "", 0, deadline, &h->node);
+        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver, "", 0, deadline, &h->node);
     }
     if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
         zkr__node_delete(l->c, &h->node);
@@ -280,7 +280,7 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
 
 int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count)
 {
-    return l ? zkr__participants(l->c, l->path, &write_driver, paths, count) : ZKR_EINVAL;
+    return l ? zkr__participants(l->c, l->path, &zkr__write_driver, paths, count) : ZKR_EINVAL;
 }
 
 void zkr_rwlock_free(zkr_rwlock_t *l)

@@ -215,6 +215,8 @@ int zkr__zh_answer(zhandle_t *zh, int zrc)
 
 /* ---- rebuild and retired handles ------------------------------------------------------ */
 
+void (*zkr__test_rebuild_pause)(void);
+
 /* Replace the current handle by a new session.  c->mu held; dropped while
  * the new handle is made (its first events are queued meanwhile under its
  * own, newer, generation and processed once it is current). */
@@ -226,6 +228,8 @@ static void rebuild_locked(zkr_client_t *c)
     pthread_mutex_unlock(&c->mu);
     zkr__zh_t *nh = NULL;
     int rc = zkr__handle_new(c, gen, &nh);
+    if (zkr__test_rebuild_pause)
+        zkr__test_rebuild_pause(); /* tests widen the window here */
     pthread_mutex_lock(&c->mu);
     c->building = 0;
     if (rc != ZKR_OK || c->closing) {
