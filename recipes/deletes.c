@@ -114,14 +114,21 @@ static zkr__pending_delete_t *settle_locked(zkr_client_t *c, const delete_op_t *
     return NULL;
 }
 
-static void delete_done(int zrc, const void *data)
+/* A completion's part under the client mutex. */
+static zkr__pending_delete_t *settle(const delete_op_t *op, int zrc)
 {
-    delete_op_t *op = (delete_op_t *)data;
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__pending_delete_t *d = settle_locked(c, op, zrc);
     pthread_cond_signal(&c->wake);
     pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+static void delete_done(int zrc, const void *data)
+{
+    delete_op_t *op = (delete_op_t *)data;
+    zkr__pending_delete_t *d = settle(op, zrc);
     if (d)
         delete_free(d);
     free(op);
@@ -131,10 +138,7 @@ static void prefix_list_done(int zrc, const struct String_vector *names, const v
 {
     delete_op_t *op = (delete_op_t *)data;
     zkr_client_t *c = op->c;
-    pthread_mutex_lock(&c->mu);
-    zkr__pending_delete_t *d = settle_locked(c, op, zrc);
-    pthread_cond_signal(&c->wake);
-    pthread_mutex_unlock(&c->mu);
+    zkr__pending_delete_t *d = settle(op, zrc);
     if (d && zrc == ZOK && names) {
         /* Names from the server are untrusted: compare within bounds. */
         size_t pl = strlen(d->prefix);

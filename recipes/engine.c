@@ -330,6 +330,23 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
     return ZKR_EZOOKEEPER;
 }
 
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx)
+{
+    pthread_mutex_lock(mu);
+    l->fn = fn;
+    l->ctx = ctx;
+    pthread_mutex_unlock(mu);
+    return ZKR_OK;
+}
+
+zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l)
+{
+    pthread_mutex_lock(mu);
+    zkr__hold_listener_t copy = *l;
+    pthread_mutex_unlock(mu);
+    return copy;
+}
+
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
 {
     return zkr__track_add(c, node->path, node->session, fn, ctx, &node->track);

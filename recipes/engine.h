@@ -46,6 +46,15 @@ typedef struct zkr__node {
     zkr__track_t *track; /* set once the node grants a hold */
 } zkr__node_t;
 
+/* A lock object's hold listener, set and read under the object's mutex. */
+typedef struct zkr__hold_listener {
+    zkr_hold_fn fn;
+    void *ctx;
+} zkr__hold_listener_t;
+/* Returns ZKR_OK. */
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx);
+zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l);
+
 /* Start telling whether the hold this node grants is safe (fn may be NULL).
  * Returns ZKR_OK or ZKR_ENOMEM. */
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx);

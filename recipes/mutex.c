@@ -25,8 +25,7 @@ struct zkr_mutex {
     zkr__holds_t holds; /* hold->extra is its revoke_watch_t, if any */
     zkr_revoke_fn revoke_fn;
     void *revoke_ctx;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 #define mutex_driver zkr__lock_driver
@@ -199,8 +198,8 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
     pthread_mutex_lock(&m->mu);
     zkr_revoke_fn rfn = m->revoke_fn;
     void *rctx = m->revoke_ctx;
-    zkr_hold_fn hfn = m->hold_fn;
-    void *hctx = m->hold_ctx;
+    zkr_hold_fn hfn = m->hold.fn;
+    void *hctx = m->hold.ctx;
     pthread_mutex_unlock(&m->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -264,11 +263,7 @@ int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
 {
     if (!m)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&m->mu);
-    m->hold_fn = fn;
-    m->hold_ctx = ctx;
-    pthread_mutex_unlock(&m->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&m->mu, &m->hold, fn, ctx);
 }
 
 zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)

@@ -19,8 +19,7 @@ struct zkr_rwlock {
     pthread_mutex_t mu;
     zkr__holds_t reads;
     zkr__holds_t writes;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 static const char *rw_key(const char *name, const char *marker)
@@ -142,8 +141,8 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             return ZKR_ENOMEM;
         }
     }
-    zkr_hold_fn hfn = l->hold_fn;
-    void *hctx = l->hold_ctx;
+    zkr_hold_fn hfn = l->hold.fn;
+    void *hctx = l->hold.ctx;
     pthread_mutex_unlock(&l->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -242,11 +241,7 @@ int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
 {
     if (!l)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&l->mu);
-    l->hold_fn = fn;
-    l->hold_ctx = ctx;
-    pthread_mutex_unlock(&l->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&l->mu, &l->hold, fn, ctx);
 }
 
 static zkr_hold_state_t half_state(zkr_rwlock_t *l, zkr__holds_t *hs)

@@ -16,8 +16,7 @@ struct zkr_semaphore {
     int max_fixed;
     char *count_path; /* NULL: max_fixed applies */
     pthread_mutex_t mu;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 struct zkr_lease {
@@ -189,11 +188,8 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     }
     zkr__node_delete(c, &lock);
     if (rc == ZKR_OK) {
-        pthread_mutex_lock(&s->mu);
-        zkr_hold_fn fn = s->hold_fn;
-        void *ctx = s->hold_ctx;
-        pthread_mutex_unlock(&s->mu);
-        if (zkr__node_track(c, &l->node, fn, ctx) != ZKR_OK) {
+        zkr__hold_listener_t hl = zkr__hold_listener_get(&s->mu, &s->hold);
+        if (zkr__node_track(c, &l->node, hl.fn, hl.ctx) != ZKR_OK) {
             zkr__node_delete(c, &l->node);
             rc = ZKR_ENOMEM;
         }
@@ -211,11 +207,7 @@ int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ct
 {
     if (!s)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&s->mu);
-    s->hold_fn = fn;
-    s->hold_ctx = ctx;
-    pthread_mutex_unlock(&s->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&s->mu, &s->hold, fn, ctx);
 }
 
 zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *l)
