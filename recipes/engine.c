@@ -185,9 +185,8 @@ static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid,
     }
 }
 
-int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
-                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
-                     zkr__strvec_t *children)
+static int node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name, int mode,
+                       const char *data, int datalen, int64_t deadline, zkr__node_t *out, zkr__strvec_t *children)
 {
     memset(out, 0, sizeof *out);
     if (children) {
@@ -347,14 +346,45 @@ zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold
     return copy;
 }
 
+int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
+                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
+                     zkr__strvec_t *children)
+{
+    int rc = node_create(c, dir, marker, exact_name, mode, data, datalen, deadline, out, children);
+    if (rc != ZKR_OK)
+        return rc;
+    /* Tracked from now on: anyone else deleting it is seen at once. */
+    zkr__zh_t *h;
+    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
+        rc = zkr__track_add(c, h, out->path, out->session, &out->track);
+        zkr__client_put_handle(c, h);
+    }
+    if (rc != ZKR_OK) {
+        zkr__node_delete(c, out);
+        if (children)
+            zkr__strvec_free(children);
+    }
+    return rc;
+}
+
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
 {
-    return zkr__track_add(c, node->path, node->session, fn, ctx, &node->track);
+    if (!node->track)
+        return ZKR_EINVAL;
+    zkr__track_grant(c, node->track, fn, ctx);
+    return ZKR_OK;
 }
 
 zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node)
 {
     return node->track ? zkr__track_state(c, node->track) : ZKR_HOLD_NONE;
+}
+
+/* The C client requires a completion for every asynchronous call. */
+static void ignore_void(int rc, const void *data)
+{
+    (void)rc;
+    (void)data;
 }
 
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
@@ -377,22 +407,40 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
         return rc;
     }
     int lost = was_lost || zkr__zh_session(c, h) != node->session;
-    int done = 0;
+    int zrc = ZCONNECTIONLOSS;
     if (zkr__zh_usable(c, h)) {
-        int zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), node->path, -1));
-        done = (zrc == ZOK || zrc == ZNONODE);
+        /* Our own watch goes first (same session: in order), so the delete
+         * wakes only the next waiter. */
+        /* zookeeper.h declares this completion as void_completion_t *, but
+         * the C client stores and calls it as a void_completion_t. */
+        zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void,
+                                NULL);
+        zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), node->path, -1));
+        /* Our own session's waiters on this node lost their watch with
+         * ours: wake them (they look again and find it gone). */
+        zkr__waiters_wake_path(c, node->path);
     }
-    if (!done)
-        zkr__client_delete_later(c, node->path, node->session);
+    rc = lost ? ZKR_ELOST : ZKR_OK;
+    if (zrc == ZOK || zrc == ZNONODE) {
+        /* gone */
+    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL) {
+        zkr__client_delete_later(c, node->path, node->session); /* the link, not the server */
+    } else {
+        /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
+         * so; the node stays until its session ends. */
+        zkr__log(c, 1, "cannot delete %s: %s; it stays until the session ends", node->path, zerror(zrc));
+        rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
+    }
     zkr__client_put_handle(c, h);
     zkr__client_leave(c);
     zkr__node_clear(node);
-    return lost ? ZKR_ELOST : ZKR_OK;
+    return rc;
 }
 
 /* ---- waiting ------------------------------------------------------------------- */
 
 typedef struct queue_step {
+    zkr__track_t *track;   /* our node's */
     const char *dir;
     const zkr__driver_t *drv;
     const char *name;      /* our node's name */
@@ -422,7 +470,10 @@ static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w
     }
     long ours = zkr__strvec_find(&kids, q->name);
     if (ours < 0) {
-        rc = ZKR_ESESSIONLOST; /* our node is gone: only the end of its session does that */
+        /* We just listed on our node's session, so the session lives:
+         * someone else deleted our node. */
+        zkr__track_mark_deleted(c, q->track);
+        rc = ZKR_EDELETED;
         goto out;
     }
     size_t watch = 0;
@@ -439,7 +490,7 @@ static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w
         rc = ZKR_EZOOKEEPER; /* a driver bug, not a server answer */
         goto out;
     }
-    if (!(wpath = zkr__path_join(q->dir, kids.v[watch]))) {
+    if (!(wpath = zkr__path_join(q->dir, kids.v[watch])) || zkr__waiter_watching(c, w, wpath) != ZKR_OK) {
         rc = ZKR_ENOMEM;
         goto out;
     }
@@ -465,13 +516,13 @@ out:
 int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
                     zkr__strvec_t *first_listing, int64_t deadline)
 {
-    queue_step_t q = {dir, drv, zkr__path_basename(node->path), {NULL, 0}};
+    queue_step_t q = {node->track, dir, drv, zkr__path_basename(node->path), {NULL, 0}};
     if (first_listing && first_listing->v) {
         q.kids = *first_listing;
         first_listing->v = NULL;
         first_listing->n = 0;
     }
-    int rc = zkr__watch_loop(c, node->session, deadline, queue_step, &q);
+    int rc = zkr__watch_loop(c, node->session, node->track, deadline, queue_step, &q);
     zkr__strvec_free(&q.kids);
     return rc;
 }

@@ -85,17 +85,25 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 
 typedef struct zkr__track zkr__track_t;
 
-/* Track the hold whose node is `path`, created by `session`.  The hold
- * starts SAFE if the client is connected on that session now, IN_DOUBT if
- * it is disconnected (the listener is then told IN_DOUBT at once: an
- * acquire that returned ZKR_OK implies SAFE), LOST if the session is gone
- * (told likewise).  fn may be NULL (poll only): such a hold changes state
- * exactly like the others.  Returns ZKR_OK, ZKR_ENOMEM. */
-int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr_hold_fn fn, void *ctx,
-                   zkr__track_t **out);
+/* Track the node at `path` that `session` just created on handle h: one
+ * data watch on it, set asynchronously, tells if anyone else deletes it.
+ * Returns ZKR_OK, ZKR_ENOMEM. */
+int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out);
+/* The node grants a hold: it starts SAFE if the client is connected on its
+ * session now, IN_DOUBT if disconnected, LOST if the session or the node is
+ * gone; the listener is told at once if it does not start SAFE (an acquire
+ * that returned ZKR_OK implies SAFE).  fn may be NULL (poll only): such a
+ * hold changes state exactly like the others. */
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
+/* The waiter (id) to wake if the node is deleted; 0 for none. */
+void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter);
+/* 1 if the node was seen deleted by someone else; mark it so. */
+int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t);
+void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t);
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
 /* Stop tracking; after it returns fn is not running (unless called from fn)
- * and will not run again.  Returns the last state.  NULL is a no-op. */
+ * and will not run again.  Returns the last state (ZKR_HOLD_LOST also for
+ * a node deleted by someone else).  NULL is a no-op. */
 zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
 
 /* ---- waiting: one waiter per blocked caller, woken only by its own watch
@@ -109,6 +117,7 @@ typedef struct zkr__waiter {
     uint64_t id;
     pthread_cond_t cond;
     unsigned events; /* ZKR__WAKE_* bits, under the client's waiters mutex */
+    char *watching;  /* the node whose data watch it waits on, or NULL */
     struct zkr__waiter *next;
 } zkr__waiter_t;
 
@@ -123,6 +132,16 @@ void zkr__waiter_arm(zkr_client_t *c, zkr__waiter_t *w);
  * ignored safely. */
 watcher_fn zkr__waiter_watcher(void);
 void *zkr__waiter_ctx(const zkr__waiter_t *w);
+/* Wake the waiter with this id, if it still waits.  Caller may hold c->mu. */
+void zkr__waiter_wake_id(zkr_client_t *c, uint64_t id, unsigned bits);
+/* Record the node whose data watch `w` waits on (NULL: none).  Returns
+ * ZKR_OK, ZKR_ENOMEM. */
+int zkr__waiter_watching(zkr_client_t *c, zkr__waiter_t *w, const char *path);
+/* Wake every waiter of this client watching `path`: a release removes the
+ * watches of its own session on its node before deleting it (so the delete
+ * wakes only the next waiter's session), and wakes its own session's
+ * waiters on that node here. */
+void zkr__waiters_wake_path(zkr_client_t *c, const char *path);
 /* Wait until an event arrives since the last arm, or the deadline.
  * Returns the ZKR__WAKE_* bits (0 on timeout; ZKR__WAKE_CLOSE once the
  * client is closing). */
@@ -141,10 +160,12 @@ typedef int (*zkr__step_fn)(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waite
                             int can_wait);
 
 /* The one watch-and-wait loop of the library.  Work that belongs to
- * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.
- * Returns what step returned, or ZKR_ETIMEDOUT, ZKR_ECLOSED,
- * ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
-int zkr__watch_loop(zkr_client_t *c, int64_t session, int64_t deadline, zkr__step_fn step, void *arg);
+ * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.  If
+ * `own` is not NULL (the tracked node the work waits with), its deletion
+ * by someone else wakes the loop too.  Returns what step returned, or
+ * ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
+int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
+                    void *arg);
 
 /* ---- background deletes -------------------------------------------------- */
 

@@ -144,7 +144,7 @@ static int room_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
             if (sv.data[i] && strcmp(sv.data[i], r->name) == 0)
                 found = 1;
         if (!found)
-            rc = ZKR_ESESSIONLOST; /* our lease vanished with its session */
+            rc = ZKR_EDELETED; /* listed on its session: someone else deleted it */
         else if (sv.count > max)
             rc = can_wait ? ZKR__STEP_WAIT : ZKR_ETIMEDOUT;
     } else if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
@@ -157,7 +157,7 @@ static int room_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
 static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
 {
     room_step_t r = {s, zkr__path_basename(lease->path)};
-    return zkr__watch_loop(s->c, lease->session, deadline, room_step, &r);
+    return zkr__watch_loop(s->c, lease->session, lease->track, deadline, room_step, &r);
 }
 
 static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)

@@ -1,10 +1,17 @@
-/* Tracked holds: the client tells each granted hold whether it is still
- * safe.  States change only on the client thread (after the listeners of
- * each connection state), except a hold's first state; the hold listener is
- * then told every state it has not been told.  The check after RECONNECTED
- * (is our node still there, owned by our session?) is an asynchronous
- * exists, so a stalled server never holds up the client thread.  Guarded
- * by c->mu. */
+/* Tracked nodes and holds.  Every node a recipe creates is tracked from
+ * its creation to its delete, with one data watch on it (set
+ * asynchronously): if anyone else deletes it while our session lives, its
+ * waiter is woken (the acquire fails with ZKR_EDELETED) or, once it grants
+ * a hold, the hold becomes LOST at once.  The watch is removed before our
+ * own delete, so a release wakes only the next waiter.
+ *
+ * The client tells each granted hold whether it is still safe.  States
+ * change on the client thread (after the listeners of each connection
+ * state) or on an outside deletion, except a hold's first state; the hold
+ * listener is then told every state it has not been told.  The check after
+ * RECONNECTED (is our node still there, owned by our session?) is an
+ * asynchronous exists, so a stalled server never holds up the client
+ * thread.  Guarded by c->mu. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -16,7 +23,10 @@ struct zkr__track {
     uint64_t id;
     char *path;
     int64_t session;
-    zkr_hold_state_t state;
+    int held;              /* granted a hold (else a node still queued) */
+    int deleted;           /* deleted by someone else while our session lived */
+    uint64_t waiter;       /* the waiter to wake if it is deleted (0: none) */
+    zkr_hold_state_t state; /* NONE until held */
     zkr_hold_state_t told; /* what the listener was last told (SAFE at grant) */
     zkr_hold_fn fn;
     void *ctx;
@@ -37,37 +47,143 @@ static void track_free(zkr__track_t *t)
     free(t);
 }
 
-static zkr_hold_state_t initial_state_locked(const zkr_client_t *c, int64_t session)
+static zkr_hold_state_t initial_state_locked(const zkr_client_t *c, const zkr__track_t *t)
 {
-    if (c->sm.state == ZKR_STATE_LOST || (c->have_session && c->session_id != session))
+    if (t->deleted || c->sm.state == ZKR_STATE_LOST || (c->have_session && c->session_id != t->session))
         return ZKR_HOLD_LOST;
     return zkr__usable_locked(c) ? ZKR_HOLD_SAFE : ZKR_HOLD_IN_DOUBT;
 }
 
-int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr_hold_fn fn, void *ctx,
-                   zkr__track_t **out)
+static zkr__track_t *find_locked(zkr_client_t *c, uint64_t id)
+{
+    zkr__track_t *t = c->tracks;
+    while (t && t->id != id)
+        t = t->next;
+    return t;
+}
+
+/* Our node was deleted while our session lives (a watch or a read said
+ * so).  c->mu held. */
+static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    if (t->deleted)
+        return;
+    t->deleted = 1;
+    if (t->held && t->state != ZKR_HOLD_LOST) {
+        t->state = ZKR_HOLD_LOST;
+        c->tracks_dirty = 1;
+        pthread_cond_signal(&c->wake);
+        zkr__log(c, 2, "lock node %s was deleted by another session: hold LOST", t->path);
+    }
+    if (t->waiter)
+        zkr__waiter_wake_id(c, t->waiter, ZKR__WAKE_WATCH);
+}
+
+static void self_watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)state;
+    (void)path;
+    if (type != ZOO_DELETED_EVENT)
+        return; /* session events, changes (revocation has its own watch), removal */
+    const zkr__zh_t *h = zoo_get_context(zh);
+    if (!h)
+        return;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__track_t *t = find_locked(c, (uint64_t)(uintptr_t)ctx);
+    if (t)
+        deleted_locked(c, t);
+    pthread_mutex_unlock(&c->mu);
+}
+
+typedef struct self_op {
+    zkr_client_t *c;
+    const zkr__zh_t *h; /* compared, never followed */
+    uint64_t id;
+} self_op_t;
+
+static void self_watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    (void)value;
+    (void)len;
+    self_op_t *op = (self_op_t *)data;
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__answer_locked(c, op->h, rc);
+    zkr__track_t *t = find_locked(c, op->id);
+    if (t && rc == ZNONODE)
+        deleted_locked(c, t); /* gone before the watch was set */
+    else if (t && rc == ZOK && st && st->ephemeralOwner != t->session)
+        deleted_locked(c, t); /* deleted and made again by someone else */
+    pthread_mutex_unlock(&c->mu);
+    free(op);
+}
+
+int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out)
 {
     zkr__track_t *t = calloc(1, sizeof *t);
-    if (!t || !(t->path = strdup(path))) {
+    self_op_t *op = malloc(sizeof *op);
+    if (!t || !op || !(t->path = strdup(path))) {
         free(t);
+        free(op);
         return ZKR_ENOMEM;
     }
     t->session = session;
-    t->fn = fn;
-    t->ctx = ctx;
     t->told = ZKR_HOLD_SAFE;
     pthread_mutex_lock(&c->mu);
     t->id = ++c->next_id;
-    t->state = initial_state_locked(c, session);
+    t->next = c->tracks;
+    c->tracks = t;
+    op->c = c;
+    op->h = h;
+    op->id = t->id;
+    /* Asynchronous: the caller does not wait for it.  The reply, or the
+     * watch, tells us if the node is gone. */
+    int zrc = zoo_awget(zkr__zh(h), path, self_watch_fn, (void *)(uintptr_t)t->id, self_watch_done, op);
+    pthread_mutex_unlock(&c->mu);
+    if (zrc != ZOK) {
+        free(op);
+        zkr__log(c, 2, "cannot watch %s (%s): its deletion by others is seen only at reconnection",
+                 path, zerror(zrc));
+    }
+    *out = t;
+    return ZKR_OK;
+}
+
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&c->mu);
+    t->fn = fn;
+    t->ctx = ctx;
+    t->held = 1;
+    t->state = initial_state_locked(c, t);
     if (t->state != t->told) {
         c->tracks_dirty = 1; /* the listener hears how the hold begins */
         pthread_cond_signal(&c->wake);
     }
-    t->next = c->tracks;
-    c->tracks = t;
     pthread_mutex_unlock(&c->mu);
-    *out = t;
-    return ZKR_OK;
+}
+
+void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter)
+{
+    pthread_mutex_lock(&c->mu);
+    t->waiter = waiter;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t)
+{
+    pthread_mutex_lock(&c->mu);
+    int d = t->deleted;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t)
+{
+    pthread_mutex_lock(&c->mu);
+    deleted_locked(c, t);
+    pthread_mutex_unlock(&c->mu);
 }
 
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
@@ -113,9 +229,9 @@ static void verify_done(int rc, const struct Stat *st, const void *data)
         t = t->next;
     /* Only if nothing has happened to the connection since we asked. */
     if (t && op->epoch == c->track_epoch && t->state == ZKR_HOLD_IN_DOUBT) {
-        if (rc == ZOK && st)
-            t->state = st->ephemeralOwner == t->session ? ZKR_HOLD_SAFE : ZKR_HOLD_LOST;
-        else if (rc == ZNONODE)
+        if (rc == ZOK && st && st->ephemeralOwner == t->session)
+            t->state = ZKR_HOLD_SAFE;
+        else if (rc == ZOK || rc == ZNONODE)
             t->state = ZKR_HOLD_LOST;
         /* otherwise we could not tell: stay in doubt until the next
          * RECONNECTED asks again */
@@ -153,8 +269,8 @@ void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s)
     c->track_epoch++;
     for (zkr__track_t *t = c->tracks; t; t = t->next) {
         zkr_hold_state_t next = t->state;
-        if (t->state == ZKR_HOLD_LOST)
-            continue; /* final */
+        if (!t->held || t->state == ZKR_HOLD_LOST)
+            continue; /* queued nodes have no state; LOST is final */
         if (s == ZKR_STATE_LOST) {
             next = ZKR_HOLD_LOST;
         } else if (s == ZKR_STATE_SUSPENDED || s == ZKR_STATE_READ_ONLY) {

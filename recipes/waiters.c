@@ -35,6 +35,7 @@ int zkr__waiter_init(zkr_client_t *c, zkr__waiter_t *w)
     }
     w->id = ++c->next_waiter_id;
     w->events = 0;
+    w->watching = NULL;
     w->next = c->waiters;
     c->waiters = w;
     pthread_mutex_unlock(&c->wmu);
@@ -51,7 +52,33 @@ void zkr__waiter_destroy(zkr_client_t *c, zkr__waiter_t *w)
         }
     }
     pthread_mutex_unlock(&c->wmu);
+    free(w->watching);
     pthread_cond_destroy(&w->cond);
+}
+
+int zkr__waiter_watching(zkr_client_t *c, zkr__waiter_t *w, const char *path)
+{
+    char *copy = path ? strdup(path) : NULL;
+    if (path && !copy)
+        return ZKR_ENOMEM;
+    pthread_mutex_lock(&c->wmu);
+    char *old = w->watching;
+    w->watching = copy;
+    pthread_mutex_unlock(&c->wmu);
+    free(old);
+    return ZKR_OK;
+}
+
+void zkr__waiters_wake_path(zkr_client_t *c, const char *path)
+{
+    pthread_mutex_lock(&c->wmu);
+    for (zkr__waiter_t *w = c->waiters; w; w = w->next) {
+        if (w->watching && strcmp(w->watching, path) == 0) {
+            w->events |= ZKR__WAKE_WATCH;
+            pthread_cond_signal(&w->cond);
+        }
+    }
+    pthread_mutex_unlock(&c->wmu);
 }
 
 void zkr__waiter_arm(zkr_client_t *c, zkr__waiter_t *w)
@@ -73,11 +100,15 @@ static void waiter_watch_fn(zhandle_t *zh, int type, int state, const char *path
     if (!h)
         return;
     zkr_client_t *c = h->c;
-    uint64_t id = (uint64_t)(uintptr_t)ctx;
+    zkr__waiter_wake_id(c, (uint64_t)(uintptr_t)ctx, ZKR__WAKE_WATCH);
+}
+
+void zkr__waiter_wake_id(zkr_client_t *c, uint64_t id, unsigned bits)
+{
     pthread_mutex_lock(&c->wmu);
     for (zkr__waiter_t *w = c->waiters; w; w = w->next) {
         if (w->id == id) {
-            w->events |= ZKR__WAKE_WATCH;
+            w->events |= bits;
             pthread_cond_signal(&w->cond);
             break;
         }
@@ -112,12 +143,15 @@ unsigned zkr__waiter_wait(zkr_client_t *c, zkr__waiter_t *w, int64_t deadline)
 
 /* ---- the watch-and-wait loop -------------------------------------------------- */
 
-int zkr__watch_loop(zkr_client_t *c, int64_t session, int64_t deadline, zkr__step_fn step, void *arg)
+int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
+                    void *arg)
 {
     zkr__waiter_t w;
     int rc = zkr__waiter_init(c, &w);
     if (rc != ZKR_OK)
         return rc;
+    if (own)
+        zkr__track_set_waiter(c, own, w.id);
     for (;;) {
         zkr__zh_t *h;
         if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
@@ -154,6 +188,8 @@ int zkr__watch_loop(zkr_client_t *c, int64_t session, int64_t deadline, zkr__ste
         if ((rc = zkr__client_wait_session(c, session, deadline)) != ZKR_OK)
             break;
     }
+    if (own)
+        zkr__track_set_waiter(c, own, 0);
     zkr__waiter_destroy(c, &w);
     return rc;
 }

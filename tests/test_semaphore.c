@@ -69,22 +69,11 @@ static int children_are(zhandle_t *zh, const char *dir, const char *const *paths
 
 /* ---- the server's watch tables (see test_mutex.c) ------------------------------------- */
 
+/* Waiters' data watches under dir (each node's own watch by its owner, for
+ * outside deletion, left out). */
 static int watches_under(const char *dir)
 {
-    char *r = zkt_4lw("wchp");
-    if (!r)
-        return -1;
-    size_t dl = strlen(dir);
-    int n = 0, in = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(r, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '/')
-            in = strncmp(line, dir, dl) == 0 && (line[dl] == '\0' || line[dl] == '/');
-        else if (in && strstr(line, "0x"))
-            n++;
-    }
-    free(r);
-    return n;
+    return zkt_waiter_watches_under(dir);
 }
 
 /* ---- child processes ---------------------------------------------------------------------- */

@@ -28,7 +28,8 @@ extern "C" {
     XX(ELOST, -13, "hold was lost with the session")    /* before this call */                  \
     XX(EBADDATA, -14, "malformed data in ZooKeeper")                                            \
     XX(EZOOKEEPER, -15, "ZooKeeper error")              /* another ZooKeeper error */           \
-    XX(ESYSTEM, -16, "system error")                    /* threads, randomness */
+    XX(ESYSTEM, -16, "system error")                    /* threads, randomness */              \
+    XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */
 
 typedef enum zkr_error {
     ZKR_OK = 0,
