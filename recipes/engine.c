@@ -387,6 +387,64 @@ static void ignore_void(int rc, const void *data)
     (void)data;
 }
 
+/* A delete whose answer the releasing thread waits for at most
+ * ZKR_RELEASE_WAIT_MS.  If it stops waiting, the completion frees it. */
+typedef struct delete_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done, abandoned, rc;
+} delete_wait_t;
+
+static void delete_wait_free(delete_wait_t *dw)
+{
+    pthread_cond_destroy(&dw->cond);
+    pthread_mutex_destroy(&dw->mu);
+    free(dw);
+}
+
+static void delete_wait_done(int rc, const void *data)
+{
+    delete_wait_t *dw = (delete_wait_t *)data;
+    pthread_mutex_lock(&dw->mu);
+    int abandoned = dw->abandoned;
+    dw->done = 1;
+    dw->rc = rc;
+    pthread_cond_signal(&dw->cond);
+    pthread_mutex_unlock(&dw->mu);
+    if (abandoned)
+        delete_wait_free(dw);
+}
+
+/* Delete path; the answer, or ZOPERATIONTIMEOUT if none came within
+ * ZKR_RELEASE_WAIT_MS (a stalled link: the caller finishes it in the
+ * background). */
+static int delete_bounded(zhandle_t *zh, const char *path)
+{
+    delete_wait_t *dw = calloc(1, sizeof *dw);
+    if (!dw)
+        return ZSYSTEMERROR;
+    if (pthread_mutex_init(&dw->mu, NULL) != 0 || zkr__cond_init(&dw->cond) != 0) {
+        free(dw);
+        return ZSYSTEMERROR;
+    }
+    int zrc = zoo_adelete(zh, path, -1, delete_wait_done, dw);
+    if (zrc != ZOK) {
+        delete_wait_free(dw);
+        return zrc;
+    }
+    int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+    pthread_mutex_lock(&dw->mu);
+    while (!dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
+        ;
+    int done = dw->done;
+    zrc = done ? dw->rc : ZOPERATIONTIMEOUT;
+    dw->abandoned = !done;
+    pthread_mutex_unlock(&dw->mu);
+    if (done)
+        delete_wait_free(dw);
+    return zrc;
+}
+
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
 {
     int was_lost = 0;
@@ -415,7 +473,7 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
          * the C client stores and calls it as a void_completion_t. */
         zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void,
                                 NULL);
-        zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), node->path, -1));
+        zrc = zkr__zh_answer(zkr__zh(h), delete_bounded(zkr__zh(h), node->path));
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         zkr__waiters_wake_path(c, node->path);
