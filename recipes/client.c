@@ -21,17 +21,6 @@
 
 #include "recipes/core.h"
 
-#define HOSTS_MAX 4096
-
-void zkr_client_options_init(zkr_client_options_t *opt)
-{
-    if (!opt)
-        return;
-    memset(opt, 0, sizeof *opt);
-    opt->session_timeout_ms = 15000;
-    opt->connect_timeout_ms = 15000;
-    opt->zk_log_level = -1;
-}
 
 /* ---- callbacks ------------------------------------------------------------ */
 
@@ -225,34 +214,11 @@ static void client_free(zkr_client_t *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cond);
     pthread_cond_destroy(&c->wake);
+    zkr__acl_free(&c->acl);
     free(c->hosts);
     free(c->auth_scheme);
     free(c->auth_data);
     free(c);
-}
-
-static int valid_hosts(const char *hosts)
-{
-    size_t n = strnlen(hosts, HOSTS_MAX + 1);
-    if (n == 0 || n > HOSTS_MAX)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)hosts[i];
-        if (ch <= ' ' || ch == 0x7f || ch == '/')
-            return 0; /* a chroot goes in the options, not the host list */
-    }
-    return 1;
-}
-
-static int validate_options(const zkr_client_options_t *opt)
-{
-    if (opt->session_timeout_ms < 0 || opt->zk_log_level < -1 || opt->zk_log_level > 4)
-        return ZKR_EINVAL;
-    if (opt->chroot && opt->chroot[0] && !zkr__path_valid(opt->chroot))
-        return ZKR_EINVAL;
-    if (opt->auth_scheme && (!opt->auth_data || opt->auth_data_len < 0))
-        return ZKR_EINVAL;
-    return ZKR_OK;
 }
 
 /* Everything but the handle and the thread; c->hosts etc. copied. */
@@ -282,7 +248,8 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
             memcpy(c->auth_data, opt->auth_data, (size_t)opt->auth_data_len);
         c->auth_data_len = opt->auth_data_len;
     }
-    if (!c->hosts || (opt->auth_scheme && (!c->auth_scheme || !c->auth_data))) {
+    if (!c->hosts || (opt->auth_scheme && (!c->auth_scheme || !c->auth_data)) ||
+        zkr__acl_copy(&c->acl, opt) != ZKR_OK) {
         client_free(c);
         return ZKR_ENOMEM;
     }
@@ -294,18 +261,44 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     return ZKR_OK;
 }
 
+/* After the first connection: the server's answer to the credentials, and
+ * the chroot's presence (a missing one would fail every acquire). */
+static int confirm_open(zkr_client_t *c, int64_t deadline, int has_chroot)
+{
+    pthread_mutex_lock(&c->mu);
+    while (c->cur->auth_rc == 1 && !c->auth_failed &&
+           zkr__cond_wait_until(&c->cond, &c->mu, deadline) != ETIMEDOUT)
+        ;
+    int arc = c->cur->auth_rc;
+    int failed = c->auth_failed;
+    pthread_mutex_unlock(&c->mu);
+    if (failed || (arc != ZOK && arc != 1))
+        return ZKR_ENOAUTH;
+    if (arc == 1)
+        return ZKR_ETIMEDOUT;
+    if (!has_chroot)
+        return ZKR_OK;
+    zkr__zh_t *h;
+    int rc = zkr__client_get_handle(c, &h);
+    if (rc != ZKR_OK)
+        return rc;
+    int zrc = zkr__zh_answer(zkr__zh(h), zoo_exists(zkr__zh(h), "/", 0, NULL));
+    zkr__client_put_handle(c, h);
+    return zkr__zk_error(zrc);
+}
+
 int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_options_t *opt_in)
 {
     if (out)
         *out = NULL;
-    if (!out || !hosts || !valid_hosts(hosts))
+    if (!out || !hosts || !zkr__hosts_valid(hosts))
         return ZKR_EINVAL;
     zkr_client_options_t opt;
     if (opt_in)
         opt = *opt_in;
     else
         zkr_client_options_init(&opt);
-    int rc = validate_options(&opt);
+    int rc = zkr__options_validate(&opt);
     if (rc != ZKR_OK)
         return rc;
     zkr_client_t *c;
@@ -326,7 +319,10 @@ int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_opti
     }
     c->thread_started = 1;
     if (opt.connect_timeout_ms >= 0) {
+        int64_t deadline = zkr__deadline(opt.connect_timeout_ms);
         rc = zkr_client_wait_connected(c, opt.connect_timeout_ms);
+        if (rc == ZKR_OK)
+            rc = confirm_open(c, deadline, opt.chroot && opt.chroot[0]);
         if (rc != ZKR_OK) {
             zkr_client_close(c);
             return rc;
@@ -447,7 +443,7 @@ int zkr_client_session_timeout(zkr_client_t *c, int *timeout_ms)
 
 /* ---- shared helper: parents as containers --------------------------------------------- */
 
-int zkr__ensure_path(zhandle_t *zh, const char *path)
+int zkr__ensure_path(zkr_client_t *c, zhandle_t *zh, const char *path)
 {
     size_t n = strlen(path);
     char *buf = malloc(n + 1);
@@ -461,7 +457,7 @@ int zkr__ensure_path(zhandle_t *zh, const char *path)
             continue;
         char saved = buf[i];
         buf[i] = '\0';
-        int zrc = zkr__zh_answer(zh, zoo_create(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, NULL, 0));
+        int zrc = zkr__zh_answer(zh, zoo_create(zh, buf, "", 0, &c->acl, ZOO_CONTAINER, NULL, 0));
         buf[i] = saved;
         if (zrc != ZOK && zrc != ZNODEEXISTS) {
             rc = zkr__zk_error(zrc);

@@ -28,6 +28,8 @@ struct zkr__zh {
     unsigned gen;           /* constant: the generation it was made for */
     int refs;               /* c->mu: users + 1 while it is the current handle */
     int64_t session_id;     /* c->mu: last session seen connected on it */
+    int auth_rc;            /* c->mu: answer to the credentials; 1 while
+                               none yet (or none sent: ZOK) */
     struct zkr__zh *next_retired; /* c->mu */
 };
 
@@ -77,6 +79,7 @@ struct zkr_client {
     char *auth_scheme;
     char *auth_data;
     int auth_data_len;
+    struct ACL_vector acl;    /* of every node the recipes create */
     pthread_t thread;         /* the client thread (client_main) */
     int thread_started;
 
@@ -194,6 +197,15 @@ void zkr__tracks_free(zkr_client_t *c);
  * asynchronous calls are made).  Returns the next time one is due. */
 int64_t zkr__deletes_run_locked(zkr_client_t *c);
 void zkr__deletes_free(zkr_client_t *c);
+
+/* ---- options.c ---- */
+/* 1 if `hosts` is a connection string zkr_client_open accepts. */
+int zkr__hosts_valid(const char *hosts);
+/* ZKR_OK or ZKR_EINVAL (see zkr_client_open). */
+int zkr__options_validate(const zkr_client_options_t *opt);
+/* The ACL the options ask for, copied; ZKR_OK or ZKR_ENOMEM. */
+int zkr__acl_copy(struct ACL_vector *v, const zkr_client_options_t *opt);
+void zkr__acl_free(struct ACL_vector *v);
 
 /* ---- client.c ---- */
 /* Record the answer to a request on h: "session expired/moved" on the

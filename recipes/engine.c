@@ -230,7 +230,7 @@ static int node_create(zkr_client_t *c, const char *dir, const char *marker, con
         pthread_mutex_lock(&op.mu);
         /* The listing goes right behind the create: ZooKeeper answers one
          * session's requests in order, so it already sees our node. */
-        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, &ZOO_OPEN_ACL_UNSAFE, mode,
+        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode,
                                create_done, &op);
         if (zrc == ZOK) {
             op.pending++;
@@ -267,7 +267,7 @@ static int node_create(zkr_client_t *c, const char *dir, const char *marker, con
              * have reaped an empty one since). */
             if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
                 return rc;
-            rc = zkr__ensure_path(zkr__zh(h), dir);
+            rc = zkr__ensure_path(c, zkr__zh(h), dir);
             zkr__client_put_handle(c, h);
             if (rc != ZKR_OK && rc != ZKR_ECONNLOSS && rc != ZKR_ESESSIONLOST)
                 return rc;

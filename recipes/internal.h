@@ -204,8 +204,11 @@ watcher_fn zkr__sub_watcher(void);
  * a completion: the event runs on the client thread). */
 void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path);
 
+/* The ACL of every node the recipes create (the client's option). */
+const struct ACL_vector *zkr__client_acl(const zkr_client_t *c);
+
 /* Create `path` and any missing ancestors as CONTAINER nodes with empty
- * data and the open ACL.  ZNODEEXISTS is success. */
-int zkr__ensure_path(zhandle_t *zh, const char *path);
+ * data and the client's ACL.  ZNODEEXISTS is success. */
+int zkr__ensure_path(zkr_client_t *c, zhandle_t *zh, const char *path);
 
 #endif

@@ -219,6 +219,8 @@ int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms, zkr_l
 {
     if (!s || !leases || n < 1)
         return ZKR_EINVAL;
+    if (!s->count_path && n > s->max_fixed)
+        return ZKR_EDEADLK; /* more leases than the semaphore has: never */
     int64_t deadline = zkr__deadline(timeout_ms);
     for (int i = 0; i < n; i++)
         leases[i] = NULL;
@@ -289,8 +291,8 @@ int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
 
 int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
 {
-    if (!c || !zkr__path_valid(count_path))
-        return ZKR_EINVAL;
+    if (!c || !zkr__path_valid(count_path) || value < 1)
+        return ZKR_EINVAL; /* a semaphore of less than one lease never grants */
     int rc = zkr__client_enter(c);
     if (rc != ZKR_OK)
         return rc;
@@ -307,11 +309,11 @@ int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
         const char *slash = strrchr(count_path, '/');
         if (slash && slash != count_path) {
             char *parent = strndup(count_path, (size_t)(slash - count_path));
-            rc = parent ? zkr__ensure_path(zh, parent) : ZKR_ENOMEM;
+            rc = parent ? zkr__ensure_path(c, zh, parent) : ZKR_ENOMEM;
             free(parent);
         }
         if (rc == ZKR_OK) {
-            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0));
+            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, zkr__client_acl(c), 0, NULL, 0));
             if (zrc == ZNODEEXISTS)
                 zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
         }

@@ -38,6 +38,22 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
     pthread_mutex_unlock(&c->mu);
 }
 
+/* The server's answer to the credentials (the handle lives until every
+ * completion of it has run). */
+static void auth_done(int rc, const void *data)
+{
+    zkr__zh_t *h = (zkr__zh_t *)data;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    h->auth_rc = rc;
+    if (rc != ZOK && rc != ZCLOSING && h == c->cur) {
+        c->auth_failed = 1;
+        zkr__log(c, 1, "the server refused the credentials (%s): %s", c->auth_scheme, zerror(rc));
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
 int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
 {
     zkr__zh_t *h = calloc(1, sizeof *h);
@@ -55,7 +71,8 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
     }
     if (c->auth_scheme) {
-        int rc = zoo_add_auth(h->zh, c->auth_scheme, c->auth_data, c->auth_data_len, NULL, NULL);
+        h->auth_rc = 1; /* asked, no answer yet */
+        int rc = zoo_add_auth(h->zh, c->auth_scheme, c->auth_data, c->auth_data_len, auth_done, h);
         if (rc != ZOK) {
             zookeeper_close(h->zh);
             free(h);

@@ -37,40 +37,106 @@ typedef enum zkr_state {
 /* "CONNECTED", "SUSPENDED", ... ; "UNKNOWN" for out-of-range values. */
 ZKR_EXTERN const char *zkr_state_name(zkr_state_t state);
 
+/* Permissions of an ACL entry (ZooKeeper's bits). */
+#define ZKR_PERM_READ 1
+#define ZKR_PERM_WRITE 2
+#define ZKR_PERM_CREATE 4
+#define ZKR_PERM_DELETE 8
+#define ZKR_PERM_ADMIN 16
+#define ZKR_PERM_ALL 31
+
+/* One ACL entry: permissions for an identity, e.g. {ZKR_PERM_ALL, "digest",
+ * "app:<base64 sha1 of app:password>"} or {ZKR_PERM_READ, "world",
+ * "anyone"}. */
+typedef struct zkr_acl {
+    int32_t perms;
+    const char *scheme;
+    const char *id;
+} zkr_acl_t;
+
+/* The ACL recipes put on every node and parent they create (Curator's
+ * ACLProvider).  Existing nodes keep theirs: ZooKeeper checks a node's
+ * CREATE/DELETE rights on its parent, so a lock directory made under
+ * ZKR_ACL_CREATOR_ALL admits only its creator's identity. */
+typedef enum zkr_acl_mode {
+    ZKR_ACL_OPEN = 0,        /* anyone may do anything (the default, as Curator) */
+    ZKR_ACL_CREATOR_ALL = 1, /* only the authenticated identity that created
+                                the node: processes sharing that identity
+                                share the locks; any other session, or none,
+                                gets ZKR_ENOAUTH from every recipe call and
+                                cannot delete, write (revoke) or queue.
+                                Needs auth_scheme.  Trade-off: only that
+                                identity can clean such nodes up by hand. */
+    ZKR_ACL_CUSTOM = 2       /* the entries in acl[0 .. acl_count) */
+} zkr_acl_mode_t;
+
+/* Session timeouts zkr_client_open accepts (ms); 0 means the default. */
+#define ZKR_SESSION_TIMEOUT_MIN_MS 1000
+#define ZKR_SESSION_TIMEOUT_MAX_MS 600000
+
+/* Options for zkr_client_open.  Always fill with zkr_client_options_init
+ * first, then set fields: it records the struct's size, so a program built
+ * against an older or newer header is told (ZKR_EINVAL) instead of being
+ * misread, and fields added later keep their defaults for older programs.
+ * (0.1.0 had no size field: programs built against it must be rebuilt.) */
 typedef struct zkr_client_options {
-    /* Requested session timeout; the server may negotiate it into
-     * [2, 20] x its tickTime.  Default 15000. */
+    /* sizeof(zkr_client_options_t) as the program was built: set by
+     * zkr_client_options_init, never by hand. */
+    size_t size;
+    /* Requested session timeout, 0 or ZKR_SESSION_TIMEOUT_MIN_MS ..
+     * ZKR_SESSION_TIMEOUT_MAX_MS; the server may negotiate it into [2, 20] x
+     * its tickTime.  Default (and 0) 15000. */
     int session_timeout_ms;
-    /* How long zkr_client_open waits for the first connection.  Default
-     * 15000; < 0 returns at once and connects in the background. */
+    /* How long zkr_client_open waits for the first connection (and the
+     * answer to the credentials).  Default 15000; < 0 returns at once and
+     * connects in the background. */
     int connect_timeout_ms;
     /* Optional chroot ("/app"): every path the client uses is relative to
-     * it.  NULL or "" for none. */
+     * it.  NULL or "" for none.  It must exist (zkr_client_open checks). */
     const char *chroot;
     /* Allow connecting to a read-only server (reports READ_ONLY). */
     int allow_read_only;
     /* Optional authentication, as zoo_add_auth (e.g. "digest", "user:pw").
-     * NULL scheme for none.  Re-added on every new session. */
+     * NULL scheme for none.  Re-added, and confirmed, on every new session.
+     * ZooKeeper's digest scheme accepts any password (the identity is the
+     * user and a hash of the password): a wrong one is a different identity,
+     * seen only as ZKR_ENOAUTH on nodes it has no rights to. */
     const char *auth_scheme;
     const char *auth_data;
     int auth_data_len;
     /* ZooKeeper C client log level, which is process-wide: -1 (default)
      * leaves it as it is, 0 silences it, 1 error, 2 warn, 3 info, 4 debug. */
     int zk_log_level;
+    /* The ACL of every node and parent the recipes create.  Default
+     * ZKR_ACL_OPEN.  acl/acl_count: the entries for ZKR_ACL_CUSTOM (copied
+     * at open; at least one; perms 1..ZKR_PERM_ALL, scheme and id set). */
+    zkr_acl_mode_t acl_mode;
+    const zkr_acl_t *acl;
+    size_t acl_count;
 } zkr_client_options_t;
 
-/* Fill `opt` with the defaults above.  NULL is ignored. */
+/* Fill `opt` with the defaults above (and its size).  NULL is ignored. */
 ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);
 
 /* Open a client.  `hosts` is a ZooKeeper connection string
- * "host:port[,host:port...]"; `opt` may be NULL for the defaults.
+ * "host:port[,host:port...]" (IPv6 as "[addr]:port"); `opt` may be NULL for
+ * the defaults.
  * Returns:
- *   ZKR_OK          *out is the client (connected unless connect_timeout_ms < 0)
- *   ZKR_EINVAL      out or hosts NULL, hosts empty or too long, bad chroot,
- *                   session_timeout_ms < 0
- *   ZKR_ETIMEDOUT   no connection within connect_timeout_ms (nothing leaks;
- *                   *out is NULL)
- *   ZKR_ENOAUTH     the server refused the authentication
+ *   ZKR_OK          *out is the client (connected, credentials accepted,
+ *                   chroot present; unless connect_timeout_ms < 0)
+ *   ZKR_EINVAL      out or hosts NULL; hosts empty, too long, with an empty
+ *                   entry, no port or a port outside 1..65535; opt->size not
+ *                   this library's (options not made by
+ *                   zkr_client_options_init of this version); bad chroot;
+ *                   session_timeout_ms outside 0 or
+ *                   ZKR_SESSION_TIMEOUT_MIN_MS..MAX; zk_log_level outside
+ *                   -1..4; auth_data NULL or auth_data_len < 0 with a
+ *                   scheme; ZKR_ACL_CREATOR_ALL without auth_scheme; a bad
+ *                   ZKR_ACL_CUSTOM list; an unknown acl_mode
+ *   ZKR_ETIMEDOUT   no connection (or no answer to the credentials) within
+ *                   connect_timeout_ms (nothing leaks; *out is NULL)
+ *   ZKR_ENOAUTH     the server refused the credentials (unknown scheme, ...)
+ *   ZKR_ENONODE     the chroot does not exist
  *   ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER  resources / handle creation */
 ZKR_EXTERN int zkr_client_open(zkr_client_t **out, const char *hosts,
                                const zkr_client_options_t *opt);
