@@ -1,0 +1,695 @@
+/* zkr-lock, the command-line tool, run as a user runs it: the built
+ * tools/zkr-lock is started with fork/exec against the test server, with
+ * small sh scripts as commands that record "begin"/"end" lines in a file.
+ * Mutual exclusion, waiting and --timeout 0, semaphore and read/write
+ * kinds, the hold lost under a stalled connection (the test proxy), the
+ * fencing token in the environment, signals, --print, bad usage and the
+ * exit codes.
+ *
+ * Every wait is bounded; no test asserts a speed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/harness/zkproxy.h"
+#include "tests/harness/zkr_test.h"
+
+#define RUN_MS 60000   /* bound on one zkr-lock run */
+#define WAIT_MS 30000  /* bound on waiting for a condition */
+
+static char workdir[256];
+
+static const char *tool_bin(void)
+{
+    const char *b = getenv("ZKR_LOCK_BIN");
+    return b && *b ? b : "tools/zkr-lock";
+}
+
+/* A file name in the work directory (static buffer per slot 0..7). */
+static const char *wfile(const char *name)
+{
+    static char bufs[8][512];
+    static int slot;
+    char *b = bufs[slot++ % 8];
+    snprintf(b, sizeof bufs[0], "%s/%s", workdir, name);
+    return b;
+}
+
+/* Start zkr-lock with args (NULL-terminated); stdout and stderr to the given
+ * files (NULL: /dev/null). */
+static pid_t start_tool(const char *out, const char *err, const char *const *args)
+{
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = tool_bin();
+    for (int i = 0; args[i] && n < 63; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(120);
+        execv(argv[0], (char *const *)argv);
+        _exit(121);
+    }
+    CU_ASSERT_FATAL(pid > 0);
+    return pid;
+}
+
+static int run_tool(const char *out, const char *err, const char *const *args)
+{
+    return zkt_wait_child(start_tool(out, err, args), RUN_MS);
+}
+
+/* Malloc'd contents of a file ("" if missing). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = calloc(1, 65536);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+    if (f) {
+        size_t n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    return buf;
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
+/* Lines of path starting with prefix. */
+static int lines_with(const char *path, const char *prefix)
+{
+    char *t = slurp(path);
+    int n = 0;
+    size_t pl = strlen(prefix);
+    for (char *line = t; line && *line;) {
+        if (strncmp(line, prefix, pl) == 0)
+            n++;
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    free(t);
+    return n;
+}
+
+typedef struct file_want {
+    const char *path, *prefix;
+    int n;
+} file_want_t;
+
+static int file_has(void *arg)
+{
+    file_want_t *w = arg;
+    return lines_with(w->path, w->prefix) >= w->n;
+}
+
+static int wait_lines(const char *path, const char *prefix, int n, int ms)
+{
+    file_want_t w = {path, prefix, n};
+    return zkt_wait_for(file_has, &w, ms);
+}
+
+static int contains(const char *path, const char *needle)
+{
+    char *t = slurp(path);
+    int r = strstr(t, needle) != NULL;
+    free(t);
+    return r;
+}
+
+/* stderr of a failure: exactly one line of zkr-lock's own, "zkr-lock:
+ * ..." containing what (the command may have written lines of its own). */
+static void assert_one_line(const char *err, const char *what)
+{
+    int ours = lines_with(err, "zkr-lock: ");
+    char *t = slurp(err);
+    CU_ASSERT_EQUAL(ours, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, what));
+    if (ours != 1 || !strstr(t, what))
+        printf("\n    stderr was: %s", t);
+    free(t);
+}
+
+static void touch(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+}
+
+static void fresh(const char *name)
+{
+    unlink(wfile(name));
+}
+
+static int64_t children_of(const char *path)
+{
+    zhandle_t *zh = zkt_raw();
+    int n = zkt_count_children(zh, path);
+    zkt_raw_close(zh);
+    return n;
+}
+
+/* The commands: $1 the record file, $2 a go file, $3 a label. */
+#define HOLD_UNTIL_GO \
+    "echo \"begin $3 $$\" >> \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo \"end $3 $$\" >> \"$1\""
+#define TRAP_TERM \
+    "trap 'echo \"TERM $3\" >> \"$1\"; exit 143' TERM; " HOLD_UNTIL_GO
+
+/* ---- mutual exclusion ----------------------------------------------------------------- */
+
+static void test_two_runs_exclude(void)
+{
+    char path[128];
+    zkt_path("cli-mutex", path, sizeof path);
+    const char *rec = wfile("rec1"), *go = wfile("go1");
+    fresh("rec1");
+    fresh("go1");
+    const char *const a_args[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "a", NULL};
+    const char *const b_args[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "b", NULL};
+    pid_t a = start_tool(NULL, NULL, a_args);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin a", 1, WAIT_MS));
+    pid_t b = start_tool(NULL, NULL, b_args);
+    zhandle_t *zh = zkt_raw();
+    int queued = zkt_wait_children(zh, path, 2, WAIT_MS); /* b is waiting in the queue */
+    CU_ASSERT(queued);
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(lines_with(rec, "begin"), 1); /* b did not get in */
+    touch(go);
+    CU_ASSERT_EQUAL(zkt_wait_child(a, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(b, RUN_MS), 0);
+    char *t = slurp(rec);
+    char l[4][64];
+    int n = sscanf(t, "%63[^\n]\n%63[^\n]\n%63[^\n]\n%63[^\n]\n", l[0], l[1], l[2], l[3]);
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_EQUAL(count_lines(t), 4);
+    if (n == 4) { /* begin a, end a, begin b, end b: never interleaved */
+        CU_ASSERT_EQUAL(strncmp(l[0], "begin a", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[1], "end a", 5), 0);
+        CU_ASSERT_EQUAL(strncmp(l[2], "begin b", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[3], "end b", 5), 0);
+    }
+    free(t);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
+}
+
+/* ---- --timeout 0 and the exit status ---------------------------------------------------- */
+
+static void test_timeout_zero_and_status(void)
+{
+    char path[128];
+    zkt_path("cli-timeout", path, sizeof path);
+    zkr_client_t *c = zkt_client(10000);
+    zkr_mutex_t *m = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, RUN_MS), ZKR_OK);
+
+    const char *err = wfile("err2");
+    const char *const args[] = {"--hosts", zkt_hosts(), "--timeout", "0", path, "--", "true", NULL};
+    int64_t t0 = zkt_now_ms();
+    int rc = run_tool(NULL, err, args);
+    int64_t took = zkt_now_ms() - t0;
+    printf("\n    --timeout 0 on a held lock: exit %d after %" PRId64 " ms (the whole run: start, connect, one try) ",
+           rc, took);
+    CU_ASSERT_EQUAL(rc, 1);
+    assert_one_line(err, "is held by another process");
+
+    const char *const e9[] = {"--hosts", zkt_hosts(), "-n", "--conflict-exit-code", "9", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, e9), 9);
+    const char *const quiet[] = {"--hosts", zkt_hosts(), "-q", "-t", "0", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, quiet), 1);
+    char *t = slurp(err);
+    CU_ASSERT_STRING_EQUAL(t, ""); /* --quiet */
+    free(t);
+    const char *const wait[] = {"--hosts", zkt_hosts(), "--timeout", "0.3", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, wait), 1);
+    assert_one_line(err, "not acquired within");
+    CU_ASSERT_EQUAL(children_of(path), 1); /* only ours: the tries left nothing */
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    const char *const st3[] = {"--hosts", zkt_hosts(), "--timeout", "0", path, "--", "sh", "-c", "exit 3", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, NULL, st3), 3);
+    const char *const st0[] = {"--hosts", zkt_hosts(), path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, NULL, st0), 0);
+    CU_ASSERT_EQUAL(children_of(path), 0);
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+}
+
+/* ---- semaphore ----------------------------------------------------------------------------- */
+
+#define SEM_RUNS 5
+
+static void test_semaphore_two(void)
+{
+    char path[128];
+    zkt_path("cli-sem", path, sizeof path);
+    const char *rec = wfile("rec3");
+    fresh("rec3");
+    const char *script = "echo \"begin $$\" >> \"$1\"; sleep 0.5; echo \"end $$\" >> \"$1\"";
+    const char *const args[] = {"--hosts", zkt_hosts(), "--semaphore", "2", path, "--", "sh", "-c", script, "sh", rec, NULL};
+    pid_t pids[SEM_RUNS];
+    for (int i = 0; i < SEM_RUNS; i++)
+        pids[i] = start_tool(NULL, NULL, args);
+    for (int i = 0; i < SEM_RUNS; i++)
+        CU_ASSERT_EQUAL(zkt_wait_child(pids[i], RUN_MS * 2), 0);
+    char *t = slurp(rec);
+    int inside = 0, max = 0, begins = 0, ends = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "begin", 5) == 0) {
+            begins++;
+            if (++inside > max)
+                max = inside;
+        } else if (strncmp(line, "end", 3) == 0) {
+            ends++;
+            inside--;
+        }
+    }
+    free(t);
+    printf("\n    %d runs, at most %d inside at once ", SEM_RUNS, max);
+    CU_ASSERT_EQUAL(begins, SEM_RUNS);
+    CU_ASSERT_EQUAL(ends, SEM_RUNS);
+    CU_ASSERT(max >= 1 && max <= 2);
+    CU_ASSERT_EQUAL(children_of(path), 2); /* leases/ and locks/ */
+    char leases[160];
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    CU_ASSERT_EQUAL(children_of(leases), 0);
+}
+
+/* ---- read/write ----------------------------------------------------------------------------- */
+
+static void test_read_write(void)
+{
+    char path[128];
+    zkt_path("cli-rw", path, sizeof path);
+    const char *rec = wfile("rec4"), *go = wfile("go4"), *go2 = wfile("go4b");
+    fresh("rec4");
+    fresh("go4");
+    fresh("go4b");
+    touch(go2);
+    /* a reader stays inside until both readers are (bounded: 15 s) */
+    const char *reader = "echo \"begin $3\" >> \"$1\"; n=0; "
+                         "while [ \"$(grep -c '^begin r' \"$1\")\" -lt 2 ] && [ $n -lt 300 ]; do sleep 0.05; n=$((n+1)); done; "
+                         "echo \"end $3\" >> \"$1\"";
+    const char *const w1[] = {"--hosts", zkt_hosts(), "--write", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "w1", NULL};
+    const char *const r1[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", reader, "sh", rec, go, "r1", NULL};
+    const char *const r2[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", reader, "sh", rec, go, "r2", NULL};
+    const char *const w2[] = {"--hosts", zkt_hosts(), "-w", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go2, "w2", NULL};
+    zhandle_t *zh = zkt_raw();
+    pid_t pw1 = start_tool(NULL, NULL, w1);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin w1", 1, WAIT_MS));
+    pid_t pr1 = start_tool(NULL, NULL, r1);
+    pid_t pr2 = start_tool(NULL, NULL, r2);
+    CU_ASSERT(zkt_wait_children(zh, path, 3, WAIT_MS));
+    pid_t pw2 = start_tool(NULL, NULL, w2);
+    CU_ASSERT(zkt_wait_children(zh, path, 4, WAIT_MS));
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(lines_with(rec, "begin"), 1); /* the readers wait for the writer */
+    touch(go);
+    CU_ASSERT_EQUAL(zkt_wait_child(pw1, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(pr1, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(pr2, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(pw2, RUN_MS), 0);
+    char *t = slurp(rec);
+    char l[8][32];
+    int n = sscanf(t, "%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n", l[0],
+                   l[1], l[2], l[3], l[4], l[5], l[6], l[7]);
+    CU_ASSERT_EQUAL(n, 8);
+    if (n == 8) {
+        CU_ASSERT_EQUAL(strncmp(l[0], "begin w1", 8), 0);
+        CU_ASSERT_EQUAL(strncmp(l[1], "end w1", 6), 0);
+        /* both readers inside before either left: they overlapped */
+        CU_ASSERT_EQUAL(strncmp(l[2], "begin r", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[3], "begin r", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[4], "end r", 5), 0);
+        CU_ASSERT_EQUAL(strncmp(l[5], "end r", 5), 0);
+        /* and the second writer only after both */
+        CU_ASSERT_EQUAL(strncmp(l[6], "begin w2", 8), 0);
+        CU_ASSERT_EQUAL(strncmp(l[7], "end w2", 6), 0);
+    } else {
+        printf("\n    records: %s", t);
+    }
+    free(t);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
+}
+
+/* ---- the hold lost under a stalled connection ---------------------------------------------- */
+
+static int server_port(void)
+{
+    const char *colon = strrchr(zkt_hosts(), ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
+/* Run a holder through a proxy, stall it for good: the command is stopped
+ * and zkr-lock exits 75.  grace "0": stopped when in doubt; a long grace:
+ * stopped when the session is LOST; the command ignores SIGTERM there, so
+ * --kill-after's SIGKILL ends it. */
+static void lost_case(const char *grace, int ignore_term, const char *why)
+{
+    char path[128];
+    zkt_path("cli-lost", path, sizeof path);
+    const char *rec = wfile("rec5"), *go = wfile("go5"), *err = wfile("err5");
+    fresh("rec5");
+    fresh("go5");
+    zkt_proxy_t *p = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const char *ignoring = "trap '' TERM; echo \"pid $$\" >> \"$1\"; " HOLD_UNTIL_GO;
+    const char *const args[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "3000", "--grace", grace,
+                                "--kill-after", "1", path, "--", "sh", "-c", ignore_term ? ignoring : TRAP_TERM,
+                                "sh", rec, go, "x", NULL};
+    pid_t pid = start_tool(NULL, err, args);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin x", 1, WAIT_MS));
+    CU_ASSERT_EQUAL(children_of(path), 1);
+    zkt_proxy_stall(p, 1);
+    int rc = zkt_wait_child(pid, RUN_MS);
+    zkt_proxy_stall(p, 0);
+    CU_ASSERT_EQUAL(rc, 75);
+    assert_one_line(err, why);
+    CU_ASSERT_EQUAL(lines_with(rec, "end"), 0); /* the command was stopped */
+    if (ignore_term) {
+        int child = 0;
+        char *t = slurp(rec);
+        CU_ASSERT_EQUAL(sscanf(t, "pid %d", &child), 1);
+        free(t);
+        CU_ASSERT(child > 0 && kill(child, 0) == -1 && errno == ESRCH); /* SIGKILLed, reaped */
+    } else {
+        CU_ASSERT_EQUAL(lines_with(rec, "TERM x"), 1);
+    }
+    touch(go);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT(zkt_wait_children(zh, path, 0, WAIT_MS)); /* the session expired */
+    zkt_raw_close(zh);
+    zkt_proxy_stop(p);
+}
+
+static void test_lost_in_doubt(void)
+{
+    lost_case("0", 0, "in doubt");
+}
+
+static void test_lost_session(void)
+{
+    lost_case("600", 1, "lost the lock");
+}
+
+/* A short stall within --grace: the command carries on. */
+static void test_grace_survives(void)
+{
+    char path[128];
+    zkt_path("cli-grace", path, sizeof path);
+    const char *rec = wfile("rec6"), *go = wfile("go6"), *err = wfile("err6");
+    fresh("rec6");
+    fresh("go6");
+    zkt_proxy_t *p = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    /* 12 s session: the client gives up on the connection after 2/3 of it,
+     * the server expires it only after all of it */
+    const char *const args[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "12000", "--grace", "600",
+                                "--verbose", path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "g", NULL};
+    pid_t pid = start_tool(NULL, err, args);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin g", 1, WAIT_MS));
+    zkt_proxy_stall(p, 1);
+    int in_doubt = 0;
+    for (int64_t end = zkt_now_ms() + WAIT_MS; !in_doubt && zkt_now_ms() < end; zkt_sleep_ms(50))
+        in_doubt = contains(err, ": IN_DOUBT");
+    zkt_proxy_stall(p, 0);
+    CU_ASSERT(in_doubt);
+    int safe = 0;
+    for (int64_t end = zkt_now_ms() + WAIT_MS; !safe && zkt_now_ms() < end; zkt_sleep_ms(50))
+        safe = contains(err, ": SAFE");
+    CU_ASSERT(safe);
+    touch(go);
+    CU_ASSERT_EQUAL(zkt_wait_child(pid, RUN_MS), 0);
+    CU_ASSERT_EQUAL(lines_with(rec, "end g"), 1);
+    CU_ASSERT_EQUAL(lines_with(rec, "TERM"), 0);
+    CU_ASSERT(contains(err, "connection: CONNECTED"));
+    CU_ASSERT(contains(err, "connection: SUSPENDED"));
+    CU_ASSERT(contains(err, "connection: RECONNECTED"));
+    if (!safe)
+        printf("\n    log: %s", slurp(err));
+    CU_ASSERT_EQUAL(children_of(path), 0);
+    zkt_proxy_stop(p);
+}
+
+/* ---- the environment ------------------------------------------------------------------------ */
+
+static void env_case(const char *kind, const char *arg, const char *node_dir)
+{
+    char path[128];
+    zkt_path("cli-env", path, sizeof path);
+    const char *rec = wfile("rec7");
+    fresh("rec7");
+    const char *script = "echo \"$ZKR_FENCING_TOKEN $ZKR_LOCK_NODE $ZKR_LOCK_PATH\" >> \"$1\"";
+    const char *args[16];
+    int k = 0;
+    args[k++] = "--hosts";
+    args[k++] = zkt_hosts();
+    if (kind)
+        args[k++] = kind;
+    if (arg)
+        args[k++] = arg;
+    const char *rest[] = {path, "--", "sh", "-c", script, "sh", rec, NULL};
+    for (int i = 0; i < 8; i++)
+        args[k++] = rest[i];
+    CU_ASSERT_EQUAL(run_tool(NULL, NULL, args), 0);
+    CU_ASSERT_EQUAL(run_tool(NULL, NULL, args), 0);
+    char *t = slurp(rec);
+    long long tok[2] = {0, 0};
+    char node[2][256], lp[2][128];
+    int n = sscanf(t, "%lld %255s %127s\n%lld %255s %127s", &tok[0], node[0], lp[0], &tok[1], node[1], lp[1]);
+    CU_ASSERT_EQUAL(n, 6);
+    if (n == 6) {
+        CU_ASSERT(tok[0] > 0);
+        CU_ASSERT(tok[1] > tok[0]); /* a later holder has a larger token */
+        char prefix[192];
+        snprintf(prefix, sizeof prefix, "%s%s/_c_", path, node_dir);
+        for (int i = 0; i < 2; i++) {
+            CU_ASSERT_STRING_EQUAL(lp[i], path);
+            CU_ASSERT_EQUAL(strncmp(node[i], prefix, strlen(prefix)), 0);
+        }
+        printf("\n    %s: tokens %lld then %lld ", kind ? kind : "mutex", tok[0], tok[1]);
+    } else {
+        printf("\n    records: %s", t);
+    }
+    free(t);
+}
+
+static void test_fencing_env(void)
+{
+    env_case(NULL, NULL, "");
+    env_case("--read", NULL, "");
+    env_case("--write", NULL, "");
+    env_case("--semaphore", "3", "/leases");
+    env_case("--semaphore-mutex", NULL, "/leases");
+}
+
+/* ---- signals --------------------------------------------------------------------------------- */
+
+static void test_sigterm(void)
+{
+    char path[128];
+    zkt_path("cli-sig", path, sizeof path);
+    const char *rec = wfile("rec8"), *go = wfile("go8"), *err = wfile("err8");
+    fresh("rec8");
+    fresh("go8");
+    const char *const holder[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "h", NULL};
+    const char *const waiter[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "w", NULL};
+    pid_t h = start_tool(NULL, NULL, holder);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin h", 1, WAIT_MS));
+    pid_t w = start_tool(NULL, err, waiter);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT(zkt_wait_children(zh, path, 2, WAIT_MS));
+    /* SIGTERM while waiting: zkr-lock gives up, its waiting node goes */
+    kill(w, SIGTERM);
+    CU_ASSERT_EQUAL(zkt_wait_child(w, RUN_MS), 128 + SIGTERM);
+    assert_one_line(err, "interrupted by SIGTERM");
+    CU_ASSERT(zkt_wait_children(zh, path, 1, WAIT_MS));
+    /* SIGTERM while holding: the command gets it, the lock node is gone */
+    kill(h, SIGTERM);
+    CU_ASSERT_EQUAL(zkt_wait_child(h, RUN_MS), 143);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0); /* at once, not after a session timeout */
+    CU_ASSERT_EQUAL(lines_with(rec, "TERM h"), 1);
+    CU_ASSERT_EQUAL(lines_with(rec, "begin w"), 0);
+    zkt_raw_close(zh);
+}
+
+/* ---- --print ----------------------------------------------------------------------------------- */
+
+static void test_print(void)
+{
+    char path[128];
+    zkt_path("cli-print", path, sizeof path);
+    const char *rec = wfile("rec9"), *go = wfile("go9"), *out = wfile("out9");
+    fresh("rec9");
+    fresh("go9");
+    const char *const a[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "a", NULL};
+    const char *const b[] = {"--hosts", zkt_hosts(), "--write", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "b", NULL};
+    pid_t pa = start_tool(NULL, NULL, a);
+    CU_ASSERT_FATAL(wait_lines(rec, "begin a", 1, WAIT_MS));
+    pid_t pb = start_tool(NULL, NULL, b);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT(zkt_wait_children(zh, path, 2, WAIT_MS));
+    const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--read", path, NULL};
+    CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
+    char *t = slurp(out);
+    char role[2][16], node[2][256];
+    unsigned long long sess[2];
+    long long tok[2];
+    int n = sscanf(t, "%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld", role[0], node[0], &sess[0], &tok[0],
+                   role[1], node[1], &sess[1], &tok[1]);
+    CU_ASSERT_EQUAL(n, 8);
+    CU_ASSERT_EQUAL(count_lines(t), 2);
+    if (n == 8) {
+        CU_ASSERT_STRING_EQUAL(role[0], "holder");
+        CU_ASSERT_STRING_EQUAL(role[1], "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(node[0], "__READ__"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(node[1], "__WRIT__"));
+        for (int i = 0; i < 2; i++) { /* what the server says of that node */
+            struct Stat st;
+            CU_ASSERT_EQUAL(zoo_exists(zh, node[i], 0, &st), ZOK);
+            CU_ASSERT_EQUAL((long long)st.czxid, tok[i]);
+            CU_ASSERT_EQUAL((unsigned long long)st.ephemeralOwner, sess[i]);
+        }
+        CU_ASSERT(tok[0] < tok[1]);
+    } else {
+        printf("\n    printed: %s", t);
+    }
+    free(t);
+    touch(go);
+    CU_ASSERT_EQUAL(zkt_wait_child(pa, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(pb, RUN_MS), 0);
+    CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0); /* nothing left: nothing printed */
+    t = slurp(out);
+    CU_ASSERT_STRING_EQUAL(t, "");
+    free(t);
+    zkt_raw_close(zh);
+}
+
+/* ---- bad usage, no server, no command ------------------------------------------------------- */
+
+static void usage_case(const char *const *args, const char *what)
+{
+    const char *err = wfile("err10");
+    CU_ASSERT_EQUAL(run_tool(NULL, err, args), 64);
+    assert_one_line(err, what);
+    char *t = slurp(err);
+    CU_ASSERT_EQUAL(count_lines(t), 1); /* and nothing else */
+    free(t);
+}
+
+static void test_usage_and_errors(void)
+{
+    usage_case((const char *const[]){NULL}, "no LOCKPATH");
+    usage_case((const char *const[]){"--bogus", "/x", "--", "true", NULL}, "unknown option --bogus");
+    usage_case((const char *const[]){"--semaphore", "0", "/x", "--", "true", NULL}, "--semaphore");
+    usage_case((const char *const[]){"--read", "--write", "/x", "--", "true", NULL}, "one lock kind");
+    usage_case((const char *const[]){"relative", "--", "true", NULL}, "absolute");
+    usage_case((const char *const[]){"/x", "true", NULL}, "expected --");
+    usage_case((const char *const[]){"/x", "--", NULL}, "no COMMAND");
+    usage_case((const char *const[]){"--timeout", "-1", "/x", "--", "true", NULL}, "--timeout");
+    usage_case((const char *const[]){"--timeout", NULL}, "needs a value");
+    usage_case((const char *const[]){"--auth", "nocolon", "/x", "--", "true", NULL}, "SCHEME:CREDENTIALS");
+
+    const char *out = wfile("out10"), *err = wfile("err10");
+    CU_ASSERT_EQUAL(run_tool(out, err, (const char *const[]){"--help", NULL}), 0);
+    char *t = slurp(out);
+    const char *opts[] = {"--hosts", "--session-timeout", "--connect-timeout", "--chroot", "--auth", "--read",
+                          "--write", "--semaphore", "--semaphore-mutex", "--timeout", "--conflict-exit-code",
+                          "--grace", "--kill-after", "--print", "--verbose", "--quiet", "--help", "--version",
+                          "Exit status", "64", "69", "75", "77", "126", "127", "128+N"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(t, opts[i]));
+    free(t);
+    CU_ASSERT_EQUAL(run_tool(out, err, (const char *const[]){"--version", NULL}), 0);
+    t = slurp(out);
+    char want[64];
+    snprintf(want, sizeof want, "zkr-lock (zkrecipes) %s\n", zkr_version());
+    CU_ASSERT_STRING_EQUAL(t, want);
+    free(t);
+
+    /* nothing listens on port 1 */
+    const char *const down[] = {"--hosts", "127.0.0.1:1", "--connect-timeout", "1", "/x", "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, down), 69);
+    assert_one_line(err, "cannot connect to 127.0.0.1:1");
+
+    char path[128];
+    zkt_path("cli-exec", path, sizeof path);
+    const char *const missing[] = {"--hosts", zkt_hosts(), path, "--", "/nonexistent/zkr-command", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, missing), 127);
+    assert_one_line(err, "/nonexistent/zkr-command: command not found");
+    const char *const nopath[] = {"--hosts", zkt_hosts(), path, "--", "zkr-no-such-command-here", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, nopath), 127);
+    assert_one_line(err, "command not found");
+    const char *plain = wfile("not-executable");
+    touch(plain);
+    chmod(plain, 0644);
+    const char *const noexec[] = {"--hosts", zkt_hosts(), path, "--", plain, NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, noexec), 126);
+    assert_one_line(err, "cannot execute");
+    CU_ASSERT_EQUAL(children_of(path), 0);
+}
+
+/* ---- the suite --------------------------------------------------------------------------------- */
+
+static int suite_init(void)
+{
+    zoo_set_debug_level((ZooLogLevel)(getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0));
+    snprintf(workdir, sizeof workdir, "%s/zkrl-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(workdir))
+        return 1;
+    if (access(tool_bin(), X_OK) != 0) {
+        fprintf(stderr, "test_zkrlock: %s not found (run from the build directory)\n", tool_bin());
+        return 1;
+    }
+    return 0;
+}
+
+static int suite_clean(void)
+{
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("zkr-lock", suite_init, suite_clean);
+    CU_add_test(s, "bad usage, no server, no command: codes and one-line messages", test_usage_and_errors);
+    CU_add_test(s, "two runs never interleave; the second waits", test_two_runs_exclude);
+    CU_add_test(s, "--timeout 0 on a held lock: conflict code at once; status passed through",
+                test_timeout_zero_and_status);
+    CU_add_test(s, "--semaphore 2, 5 runs: never more than 2 inside", test_semaphore_two);
+    CU_add_test(s, "--read runs overlap, never with --write", test_read_write);
+    CU_add_test(s, "fencing token and node in the environment, increasing", test_fencing_env);
+    CU_add_test(s, "SIGTERM: passed to the command; waiting and held nodes gone", test_sigterm);
+    CU_add_test(s, "--print: holders and queue with session and token", test_print);
+    CU_add_test(s, "stalled connection, no grace: command stopped when in doubt, exit 75", test_lost_in_doubt);
+    CU_add_test(s, "stalled past the session: LOST, SIGTERM ignored, SIGKILL, exit 75", test_lost_session);
+    CU_add_test(s, "short stall within --grace: the command survives", test_grace_survives);
+}
+
+int main(void)
+{
+    return zkt_main("zkr-lock", add_suites);
+}
