@@ -20,183 +20,26 @@
 
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
-
-#define RUN_MS 60000   /* bound on one zkr-lock run */
-#define WAIT_MS 30000  /* bound on waiting for a condition */
-
-static char workdir[256];
-
-static const char *tool_bin(void)
-{
-    const char *b = getenv("ZKR_LOCK_BIN");
-    return b && *b ? b : "tools/zkr-lock";
-}
-
-/* A file name in the work directory (static buffer per slot 0..7). */
-static const char *wfile(const char *name)
-{
-    static char bufs[8][512];
-    static int slot;
-    char *b = bufs[slot++ % 8];
-    snprintf(b, sizeof bufs[0], "%s/%s", workdir, name);
-    return b;
-}
-
-/* Start zkr-lock with args (NULL-terminated); stdout and stderr to the given
- * files (NULL: /dev/null). */
-static pid_t start_tool(const char *out, const char *err, const char *const *args)
-{
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = tool_bin();
-    for (int i = 0; args[i] && n < 63; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        int o = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-            _exit(120);
-        execv(argv[0], (char *const *)argv);
-        _exit(121);
-    }
-    CU_ASSERT_FATAL(pid > 0);
-    return pid;
-}
-
-static int run_tool(const char *out, const char *err, const char *const *args)
-{
-    return zkt_wait_child(start_tool(out, err, args), RUN_MS);
-}
-
-/* Malloc'd contents of a file ("" if missing). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    char *buf = calloc(1, 65536);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-    if (f) {
-        size_t n = fread(buf, 1, 65535, f);
-        buf[n] = '\0';
-        fclose(f);
-    }
-    return buf;
-}
-
-static int count_lines(const char *text)
-{
-    int n = 0;
-    for (const char *p = text; *p; p++)
-        n += *p == '\n';
-    return n;
-}
-
-/* Lines of path starting with prefix. */
-static int lines_with(const char *path, const char *prefix)
-{
-    char *t = slurp(path);
-    int n = 0;
-    size_t pl = strlen(prefix);
-    for (char *line = t; line && *line;) {
-        if (strncmp(line, prefix, pl) == 0)
-            n++;
-        line = strchr(line, '\n');
-        if (line)
-            line++;
-    }
-    free(t);
-    return n;
-}
-
-typedef struct file_want {
-    const char *path, *prefix;
-    int n;
-} file_want_t;
-
-static int file_has(void *arg)
-{
-    file_want_t *w = arg;
-    return lines_with(w->path, w->prefix) >= w->n;
-}
-
-static int wait_lines(const char *path, const char *prefix, int n, int ms)
-{
-    file_want_t w = {path, prefix, n};
-    return zkt_wait_for(file_has, &w, ms);
-}
-
-static int contains(const char *path, const char *needle)
-{
-    char *t = slurp(path);
-    int r = strstr(t, needle) != NULL;
-    free(t);
-    return r;
-}
-
-/* stderr of a failure: exactly one line of zkr-lock's own, "zkr-lock:
- * ..." containing what (the command may have written lines of its own). */
-static void assert_one_line(const char *err, const char *what)
-{
-    int ours = lines_with(err, "zkr-lock: ");
-    char *t = slurp(err);
-    CU_ASSERT_EQUAL(ours, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(t, what));
-    if (ours != 1 || !strstr(t, what))
-        printf("\n    stderr was: %s", t);
-    free(t);
-}
-
-static void touch(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT, 0644);
-    CU_ASSERT_FATAL(fd >= 0);
-    close(fd);
-}
-
-static void fresh(const char *name)
-{
-    unlink(wfile(name));
-}
-
-static int64_t children_of(const char *path)
-{
-    zhandle_t *zh = zkt_raw();
-    int n = zkt_count_children(zh, path);
-    zkt_raw_close(zh);
-    return n;
-}
-
-/* The commands: $1 the record file, $2 a go file, $3 a label. */
-#define HOLD_UNTIL_GO \
-    "echo \"begin $3 $$\" >> \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo \"end $3 $$\" >> \"$1\""
-#define TRAP_TERM \
-    "trap 'echo \"TERM $3\" >> \"$1\"; exit 143' TERM; " HOLD_UNTIL_GO
+#include "tests/zkrl_run.h"
 
 /* ---- mutual exclusion ----------------------------------------------------------------- */
 
 static void test_two_runs_exclude(void)
 {
-    char path[128];
-    zkt_path("cli-mutex", path, sizeof path);
-    const char *rec = wfile("rec1"), *go = wfile("go1");
-    fresh("rec1");
-    fresh("go1");
-    const char *const a_args[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "a", NULL};
-    const char *const b_args[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "b", NULL};
-    pid_t a = start_tool(NULL, NULL, a_args);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin a", 1, WAIT_MS));
-    pid_t b = start_tool(NULL, NULL, b_args);
+    scene_t sc;
+    scene(&sc, "cli-mutex");
+    pid_t a = start_script(&sc, NULL, HOLD_UNTIL_GO, "a", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin a", 1, WAIT_MS));
+    pid_t b = start_script(&sc, NULL, HOLD_UNTIL_GO, "b", NULL);
     zhandle_t *zh = zkt_raw();
-    int queued = zkt_wait_children(zh, path, 2, WAIT_MS); /* b is waiting in the queue */
+    int queued = zkt_wait_children(zh, sc.path, 2, WAIT_MS); /* b is waiting in the queue */
     CU_ASSERT(queued);
     zkt_sleep_ms(300);
-    CU_ASSERT_EQUAL(lines_with(rec, "begin"), 1); /* b did not get in */
-    touch(go);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "begin"), 1); /* b did not get in */
+    touch(sc.go);
     CU_ASSERT_EQUAL(zkt_wait_child(a, RUN_MS), 0);
     CU_ASSERT_EQUAL(zkt_wait_child(b, RUN_MS), 0);
-    char *t = slurp(rec);
+    char *t = slurp(sc.rec);
     char l[4][64];
     int n = sscanf(t, "%63[^\n]\n%63[^\n]\n%63[^\n]\n%63[^\n]\n", l[0], l[1], l[2], l[3]);
     CU_ASSERT_EQUAL(n, 4);
@@ -208,7 +51,7 @@ static void test_two_runs_exclude(void)
         CU_ASSERT_EQUAL(strncmp(l[3], "end b", 5), 0);
     }
     free(t);
-    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, sc.path), 0);
     zkt_raw_close(zh);
 }
 
@@ -261,18 +104,16 @@ static void test_timeout_zero_and_status(void)
 
 static void test_semaphore_two(void)
 {
-    char path[128];
-    zkt_path("cli-sem", path, sizeof path);
-    const char *rec = wfile("rec3");
-    fresh("rec3");
+    scene_t sc;
+    scene(&sc, "cli-sem");
     const char *script = "echo \"begin $$\" >> \"$1\"; sleep 0.5; echo \"end $$\" >> \"$1\"";
-    const char *const args[] = {"--hosts", zkt_hosts(), "--semaphore", "2", path, "--", "sh", "-c", script, "sh", rec, NULL};
+    const char *const opts[] = {"--semaphore", "2", NULL};
     pid_t pids[SEM_RUNS];
     for (int i = 0; i < SEM_RUNS; i++)
-        pids[i] = start_tool(NULL, NULL, args);
+        pids[i] = start_script(&sc, opts, script, "s", NULL);
     for (int i = 0; i < SEM_RUNS; i++)
         CU_ASSERT_EQUAL(zkt_wait_child(pids[i], RUN_MS * 2), 0);
-    char *t = slurp(rec);
+    char *t = slurp(sc.rec);
     int inside = 0, max = 0, begins = 0, ends = 0;
     for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
         if (strncmp(line, "begin", 5) == 0) {
@@ -289,9 +130,9 @@ static void test_semaphore_two(void)
     CU_ASSERT_EQUAL(begins, SEM_RUNS);
     CU_ASSERT_EQUAL(ends, SEM_RUNS);
     CU_ASSERT(max >= 1 && max <= 2);
-    CU_ASSERT_EQUAL(children_of(path), 2); /* leases/ and locks/ */
+    CU_ASSERT_EQUAL(children_of(sc.path), 2); /* leases/ and locks/ */
     char leases[160];
-    snprintf(leases, sizeof leases, "%s/leases", path);
+    snprintf(leases, sizeof leases, "%s/leases", sc.path);
     CU_ASSERT_EQUAL(children_of(leases), 0);
 }
 
@@ -299,37 +140,33 @@ static void test_semaphore_two(void)
 
 static void test_read_write(void)
 {
-    char path[128];
-    zkt_path("cli-rw", path, sizeof path);
-    const char *rec = wfile("rec4"), *go = wfile("go4"), *go2 = wfile("go4b");
-    fresh("rec4");
-    fresh("go4");
-    fresh("go4b");
-    touch(go2);
+    scene_t sc, sc2;
+    scene(&sc, "cli-rw");
+    scene(&sc2, "cli-rw2");
+    memcpy(sc2.path, sc.path, sizeof sc.path);
+    memcpy(sc2.rec, sc.rec, sizeof sc.rec);
+    touch(sc2.go); /* the second writer does not wait for a go */
     /* a reader stays inside until both readers are (bounded: 15 s) */
     const char *reader = "echo \"begin $3\" >> \"$1\"; n=0; "
                          "while [ \"$(grep -c '^begin r' \"$1\")\" -lt 2 ] && [ $n -lt 300 ]; do sleep 0.05; n=$((n+1)); done; "
                          "echo \"end $3\" >> \"$1\"";
-    const char *const w1[] = {"--hosts", zkt_hosts(), "--write", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "w1", NULL};
-    const char *const r1[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", reader, "sh", rec, go, "r1", NULL};
-    const char *const r2[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", reader, "sh", rec, go, "r2", NULL};
-    const char *const w2[] = {"--hosts", zkt_hosts(), "-w", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go2, "w2", NULL};
+    const char *const rd[] = {"--read", NULL}, *const wr[] = {"--write", NULL};
     zhandle_t *zh = zkt_raw();
-    pid_t pw1 = start_tool(NULL, NULL, w1);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin w1", 1, WAIT_MS));
-    pid_t pr1 = start_tool(NULL, NULL, r1);
-    pid_t pr2 = start_tool(NULL, NULL, r2);
-    CU_ASSERT(zkt_wait_children(zh, path, 3, WAIT_MS));
-    pid_t pw2 = start_tool(NULL, NULL, w2);
-    CU_ASSERT(zkt_wait_children(zh, path, 4, WAIT_MS));
+    pid_t pw1 = start_script(&sc, wr, HOLD_UNTIL_GO, "w1", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin w1", 1, WAIT_MS));
+    pid_t pr1 = start_script(&sc, rd, reader, "r1", NULL);
+    pid_t pr2 = start_script(&sc, rd, reader, "r2", NULL);
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 3, WAIT_MS));
+    pid_t pw2 = start_script(&sc2, wr, HOLD_UNTIL_GO, "w2", NULL);
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 4, WAIT_MS));
     zkt_sleep_ms(300);
-    CU_ASSERT_EQUAL(lines_with(rec, "begin"), 1); /* the readers wait for the writer */
-    touch(go);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "begin"), 1); /* the readers wait for the writer */
+    touch(sc.go);
     CU_ASSERT_EQUAL(zkt_wait_child(pw1, RUN_MS), 0);
     CU_ASSERT_EQUAL(zkt_wait_child(pr1, RUN_MS), 0);
     CU_ASSERT_EQUAL(zkt_wait_child(pr2, RUN_MS), 0);
     CU_ASSERT_EQUAL(zkt_wait_child(pw2, RUN_MS), 0);
-    char *t = slurp(rec);
+    char *t = slurp(sc.rec);
     char l[8][32];
     int n = sscanf(t, "%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n%31[^\n]\n", l[0],
                    l[1], l[2], l[3], l[4], l[5], l[6], l[7]);
@@ -349,7 +186,7 @@ static void test_read_write(void)
         printf("\n    records: %s", t);
     }
     free(t);
-    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, sc.path), 0);
     zkt_raw_close(zh);
 }
 
@@ -367,38 +204,34 @@ static int server_port(void)
  * --kill-after's SIGKILL ends it. */
 static void lost_case(const char *grace, int ignore_term, const char *why)
 {
-    char path[128];
-    zkt_path("cli-lost", path, sizeof path);
-    const char *rec = wfile("rec5"), *go = wfile("go5"), *err = wfile("err5");
-    fresh("rec5");
-    fresh("go5");
+    scene_t sc;
+    scene(&sc, ignore_term ? "cli-lost-ignore" : "cli-lost");
     zkt_proxy_t *p = zkt_proxy_start(server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const char *ignoring = "trap '' TERM; echo \"pid $$\" >> \"$1\"; " HOLD_UNTIL_GO;
-    const char *const args[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "3000", "--grace", grace,
-                                "--kill-after", "1", path, "--", "sh", "-c", ignore_term ? ignoring : TRAP_TERM,
-                                "sh", rec, go, "x", NULL};
-    pid_t pid = start_tool(NULL, err, args);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin x", 1, WAIT_MS));
-    CU_ASSERT_EQUAL(children_of(path), 1);
+    const char *const opts[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "3000", "--grace", grace,
+                                "--kill-after", "1", NULL};
+    pid_t pid = start_script(&sc, opts, ignore_term ? ignoring : TRAP_TERM, "x", sc.err);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin x", 1, WAIT_MS));
+    CU_ASSERT_EQUAL(children_of(sc.path), 1);
     zkt_proxy_stall(p, 1);
     int rc = zkt_wait_child(pid, RUN_MS);
     zkt_proxy_stall(p, 0);
     CU_ASSERT_EQUAL(rc, 75);
-    assert_one_line(err, why);
-    CU_ASSERT_EQUAL(lines_with(rec, "end"), 0); /* the command was stopped */
+    assert_one_line(sc.err, why);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "end"), 0); /* the command was stopped */
     if (ignore_term) {
         int child = 0;
-        char *t = slurp(rec);
+        char *t = slurp(sc.rec);
         CU_ASSERT_EQUAL(sscanf(t, "pid %d", &child), 1);
         free(t);
         CU_ASSERT(child > 0 && kill(child, 0) == -1 && errno == ESRCH); /* SIGKILLed, reaped */
     } else {
-        CU_ASSERT_EQUAL(lines_with(rec, "TERM x"), 1);
+        CU_ASSERT_EQUAL(lines_with(sc.rec, "TERM x"), 1);
     }
-    touch(go);
+    touch(sc.go);
     zhandle_t *zh = zkt_raw();
-    CU_ASSERT(zkt_wait_children(zh, path, 0, WAIT_MS)); /* the session expired */
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 0, WAIT_MS)); /* the session expired */
     zkt_raw_close(zh);
     zkt_proxy_stop(p);
 }
@@ -416,39 +249,39 @@ static void test_lost_session(void)
 /* A short stall within --grace: the command carries on. */
 static void test_grace_survives(void)
 {
-    char path[128];
-    zkt_path("cli-grace", path, sizeof path);
-    const char *rec = wfile("rec6"), *go = wfile("go6"), *err = wfile("err6");
-    fresh("rec6");
-    fresh("go6");
+    scene_t sc;
+    scene(&sc, "cli-grace");
     zkt_proxy_t *p = zkt_proxy_start(server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     /* 12 s session: the client gives up on the connection after 2/3 of it,
      * the server expires it only after all of it */
-    const char *const args[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "12000", "--grace", "600",
-                                "--verbose", path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "g", NULL};
-    pid_t pid = start_tool(NULL, err, args);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin g", 1, WAIT_MS));
+    const char *const opts[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "12000", "--grace", "600",
+                                "--verbose", NULL};
+    pid_t pid = start_script(&sc, opts, TRAP_TERM, "g", sc.err);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin g", 1, WAIT_MS));
     zkt_proxy_stall(p, 1);
     int in_doubt = 0;
     for (int64_t end = zkt_now_ms() + WAIT_MS; !in_doubt && zkt_now_ms() < end; zkt_sleep_ms(50))
-        in_doubt = contains(err, ": IN_DOUBT");
+        in_doubt = contains(sc.err, ": IN_DOUBT");
     zkt_proxy_stall(p, 0);
     CU_ASSERT(in_doubt);
     int safe = 0;
     for (int64_t end = zkt_now_ms() + WAIT_MS; !safe && zkt_now_ms() < end; zkt_sleep_ms(50))
-        safe = contains(err, ": SAFE");
+        safe = contains(sc.err, ": SAFE");
     CU_ASSERT(safe);
-    touch(go);
+    touch(sc.go);
     CU_ASSERT_EQUAL(zkt_wait_child(pid, RUN_MS), 0);
-    CU_ASSERT_EQUAL(lines_with(rec, "end g"), 1);
-    CU_ASSERT_EQUAL(lines_with(rec, "TERM"), 0);
-    CU_ASSERT(contains(err, "connection: CONNECTED"));
-    CU_ASSERT(contains(err, "connection: SUSPENDED"));
-    CU_ASSERT(contains(err, "connection: RECONNECTED"));
-    if (!safe)
-        printf("\n    log: %s", slurp(err));
-    CU_ASSERT_EQUAL(children_of(path), 0);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "end g"), 1);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "TERM"), 0);
+    CU_ASSERT(contains(sc.err, "connection: CONNECTED"));
+    CU_ASSERT(contains(sc.err, "connection: SUSPENDED"));
+    CU_ASSERT(contains(sc.err, "connection: RECONNECTED"));
+    if (!safe) {
+        char *t = slurp(sc.err);
+        printf("\n    log: %s", t);
+        free(t);
+    }
+    CU_ASSERT_EQUAL(children_of(sc.path), 0);
     zkt_proxy_stop(p);
 }
 
@@ -456,25 +289,13 @@ static void test_grace_survives(void)
 
 static void env_case(const char *kind, const char *arg, const char *node_dir)
 {
-    char path[128];
-    zkt_path("cli-env", path, sizeof path);
-    const char *rec = wfile("rec7");
-    fresh("rec7");
+    scene_t sc;
+    scene(&sc, "cli-env");
     const char *script = "echo \"$ZKR_FENCING_TOKEN $ZKR_LOCK_NODE $ZKR_LOCK_PATH\" >> \"$1\"";
-    const char *args[16];
-    int k = 0;
-    args[k++] = "--hosts";
-    args[k++] = zkt_hosts();
-    if (kind)
-        args[k++] = kind;
-    if (arg)
-        args[k++] = arg;
-    const char *rest[] = {path, "--", "sh", "-c", script, "sh", rec, NULL};
-    for (int i = 0; i < 8; i++)
-        args[k++] = rest[i];
-    CU_ASSERT_EQUAL(run_tool(NULL, NULL, args), 0);
-    CU_ASSERT_EQUAL(run_tool(NULL, NULL, args), 0);
-    char *t = slurp(rec);
+    const char *const opts[] = {kind, arg, NULL};
+    for (int run = 0; run < 2; run++)
+        CU_ASSERT_EQUAL(zkt_wait_child(start_script(&sc, opts, script, "e", NULL), RUN_MS), 0);
+    char *t = slurp(sc.rec);
     long long tok[2] = {0, 0};
     char node[2][256], lp[2][128];
     int n = sscanf(t, "%lld %255s %127s\n%lld %255s %127s", &tok[0], node[0], lp[0], &tok[1], node[1], lp[1]);
@@ -483,9 +304,9 @@ static void env_case(const char *kind, const char *arg, const char *node_dir)
         CU_ASSERT(tok[0] > 0);
         CU_ASSERT(tok[1] > tok[0]); /* a later holder has a larger token */
         char prefix[192];
-        snprintf(prefix, sizeof prefix, "%s%s/_c_", path, node_dir);
+        snprintf(prefix, sizeof prefix, "%s%s/_c_", sc.path, node_dir);
         for (int i = 0; i < 2; i++) {
-            CU_ASSERT_STRING_EQUAL(lp[i], path);
+            CU_ASSERT_STRING_EQUAL(lp[i], sc.path);
             CU_ASSERT_EQUAL(strncmp(node[i], prefix, strlen(prefix)), 0);
         }
         printf("\n    %s: tokens %lld then %lld ", kind ? kind : "mutex", tok[0], tok[1]);
@@ -508,29 +329,24 @@ static void test_fencing_env(void)
 
 static void test_sigterm(void)
 {
-    char path[128];
-    zkt_path("cli-sig", path, sizeof path);
-    const char *rec = wfile("rec8"), *go = wfile("go8"), *err = wfile("err8");
-    fresh("rec8");
-    fresh("go8");
-    const char *const holder[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "h", NULL};
-    const char *const waiter[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", TRAP_TERM, "sh", rec, go, "w", NULL};
-    pid_t h = start_tool(NULL, NULL, holder);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin h", 1, WAIT_MS));
-    pid_t w = start_tool(NULL, err, waiter);
+    scene_t sc;
+    scene(&sc, "cli-sig");
+    pid_t h = start_script(&sc, NULL, TRAP_TERM, "h", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin h", 1, WAIT_MS));
+    pid_t w = start_script(&sc, NULL, TRAP_TERM, "w", sc.err);
     zhandle_t *zh = zkt_raw();
-    CU_ASSERT(zkt_wait_children(zh, path, 2, WAIT_MS));
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 2, WAIT_MS));
     /* SIGTERM while waiting: zkr-lock gives up, its waiting node goes */
     kill(w, SIGTERM);
     CU_ASSERT_EQUAL(zkt_wait_child(w, RUN_MS), 128 + SIGTERM);
-    assert_one_line(err, "interrupted by SIGTERM");
-    CU_ASSERT(zkt_wait_children(zh, path, 1, WAIT_MS));
+    assert_one_line(sc.err, "interrupted by SIGTERM");
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 1, WAIT_MS));
     /* SIGTERM while holding: the command gets it, the lock node is gone */
     kill(h, SIGTERM);
     CU_ASSERT_EQUAL(zkt_wait_child(h, RUN_MS), 143);
-    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0); /* at once, not after a session timeout */
-    CU_ASSERT_EQUAL(lines_with(rec, "TERM h"), 1);
-    CU_ASSERT_EQUAL(lines_with(rec, "begin w"), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, sc.path), 0); /* at once, not after a session timeout */
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "TERM h"), 1);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "begin w"), 0);
     zkt_raw_close(zh);
 }
 
@@ -538,19 +354,16 @@ static void test_sigterm(void)
 
 static void test_print(void)
 {
-    char path[128];
-    zkt_path("cli-print", path, sizeof path);
-    const char *rec = wfile("rec9"), *go = wfile("go9"), *out = wfile("out9");
-    fresh("rec9");
-    fresh("go9");
-    const char *const a[] = {"--hosts", zkt_hosts(), "--read", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "a", NULL};
-    const char *const b[] = {"--hosts", zkt_hosts(), "--write", path, "--", "sh", "-c", HOLD_UNTIL_GO, "sh", rec, go, "b", NULL};
-    pid_t pa = start_tool(NULL, NULL, a);
-    CU_ASSERT_FATAL(wait_lines(rec, "begin a", 1, WAIT_MS));
-    pid_t pb = start_tool(NULL, NULL, b);
+    scene_t sc;
+    scene(&sc, "cli-print");
+    const char *out = wfile("print.out");
+    const char *const rd[] = {"--read", NULL}, *const wr[] = {"--write", NULL};
+    pid_t pa = start_script(&sc, rd, HOLD_UNTIL_GO, "a", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin a", 1, WAIT_MS));
+    pid_t pb = start_script(&sc, wr, HOLD_UNTIL_GO, "b", NULL);
     zhandle_t *zh = zkt_raw();
-    CU_ASSERT(zkt_wait_children(zh, path, 2, WAIT_MS));
-    const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--read", path, NULL};
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 2, WAIT_MS));
+    const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--read", sc.path, NULL};
     CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
     char *t = slurp(out);
     char role[2][16], node[2][256];
@@ -576,7 +389,7 @@ static void test_print(void)
         printf("\n    printed: %s", t);
     }
     free(t);
-    touch(go);
+    touch(sc.go);
     CU_ASSERT_EQUAL(zkt_wait_child(pa, RUN_MS), 0);
     CU_ASSERT_EQUAL(zkt_wait_child(pb, RUN_MS), 0);
     CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0); /* nothing left: nothing printed */
@@ -655,8 +468,8 @@ static void test_usage_and_errors(void)
 static int suite_init(void)
 {
     zoo_set_debug_level((ZooLogLevel)(getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0));
-    snprintf(workdir, sizeof workdir, "%s/zkrl-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(workdir))
+    snprintf(zkrl_workdir, sizeof zkrl_workdir, "%s/zkrl-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(zkrl_workdir))
         return 1;
     if (access(tool_bin(), X_OK) != 0) {
         fprintf(stderr, "test_zkrlock: %s not found (run from the build directory)\n", tool_bin());
@@ -668,7 +481,7 @@ static int suite_init(void)
 static int suite_clean(void)
 {
     char cmd[320];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", workdir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", zkrl_workdir);
     return system(cmd) == 0 ? 0 : 1;
 }
 

@@ -20,16 +20,22 @@ void zkrl_log_init(int verbose, int quiet)
     log_quiet = quiet;
 }
 
+/* One line "zkr-lock: <message><tail>" on stderr. */
+static void vsay(const char *tail, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "zkr-lock: %s%s\n", line, tail);
+}
+
 void zkrl_err(const char *fmt, ...)
 {
     if (log_quiet)
         return;
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsay("", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "zkr-lock: %s\n", line);
 }
 
 void zkrl_vlog(const char *fmt, ...)
@@ -138,11 +144,14 @@ static const char usage_text[] =
     "  128+N the command was killed by signal N, or zkr-lock got signal N while\n"
     "        waiting for the lock\n";
 
-static int usage_error(const char *fmt, const char *arg)
+/* A usage error: always one line on stderr, even with --quiet. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, fmt, arg ? arg : "");
-    fprintf(stderr, "zkr-lock: %s (see zkr-lock --help)\n", msg);
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(" (see zkr-lock --help)", fmt, ap);
+    va_end(ap);
     return ZKRL_EX_USAGE;
 }
 
@@ -156,6 +165,16 @@ static int64_t parse_seconds(const char *s)
         return -1;
     int64_t ms = (int64_t)(v * 1000.0);
     return (double)ms < v * 1000.0 ? ms + 1 : ms; /* round up */
+}
+
+/* An option in seconds: -1 (set) or the usage error. */
+static int seconds_opt(const char *name, const char *arg, int64_t *ms)
+{
+    int64_t v = parse_seconds(arg);
+    if (v < 0)
+        return usage_error("%s needs seconds, 0 or more: '%s'", name, arg);
+    *ms = v;
+    return -1;
 }
 
 /* An integer in [lo, hi]; 0 and *out, or -1. */
@@ -214,11 +233,10 @@ static const struct option longopts[] = {
 /* One option; -1 to go on, else an exit code. */
 static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
 {
-    int64_t ms;
     switch (c) {
     case 'H':
         if (!*arg)
-            return usage_error("--hosts needs a connection string%s", NULL);
+            return usage_error("--hosts needs a connection string");
         o->hosts = arg;
         return -1;
     case OPT_SESSION:
@@ -226,10 +244,7 @@ static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
             return usage_error("--session-timeout needs milliseconds, 1 or more: '%s'", arg);
         return -1;
     case OPT_CONNECT:
-        if ((ms = parse_seconds(arg)) < 0)
-            return usage_error("--connect-timeout needs seconds: '%s'", arg);
-        o->connect_timeout_ms = ms;
-        return -1;
+        return seconds_opt("--connect-timeout", arg, &o->connect_timeout_ms);
     case OPT_CHROOT:
         if (!zkrl_path_ok(arg))
             return usage_error("--chroot needs an absolute ZooKeeper path: '%s'", arg);
@@ -250,25 +265,16 @@ static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
             return usage_error("--semaphore needs a count from 1 to 1000000: '%s'", arg);
         return -1;
     case 't':
-        if ((ms = parse_seconds(arg)) < 0)
-            return usage_error("--timeout needs seconds, 0 or more: '%s'", arg);
-        o->timeout_ms = ms;
-        return -1;
+        return seconds_opt("--timeout", arg, &o->timeout_ms);
     case 'n': o->timeout_ms = 0; return -1;
     case 'E':
         if (parse_int(arg, 0, 255, &o->conflict_code) != 0)
             return usage_error("--conflict-exit-code needs a number from 0 to 255: '%s'", arg);
         return -1;
     case 'g':
-        if ((ms = parse_seconds(arg)) < 0)
-            return usage_error("--grace needs seconds, 0 or more: '%s'", arg);
-        o->grace_ms = ms;
-        return -1;
+        return seconds_opt("--grace", arg, &o->grace_ms);
     case 'k':
-        if ((ms = parse_seconds(arg)) < 0)
-            return usage_error("--kill-after needs seconds, 0 or more: '%s'", arg);
-        o->kill_after_ms = ms;
-        return -1;
+        return seconds_opt("--kill-after", arg, &o->kill_after_ms);
     case 'p': o->print = 1; return -1;
     case 'v': o->verbose = 1; return -1;
     case 'q': o->quiet = 1; return -1;
@@ -305,7 +311,7 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:H:rws:St:nE:g:k:pvqhV", longopts, NULL)) != -1) {
         if (c == '?') {
             if (optopt)
-                return usage_error("unknown option -%c", (char[]){(char)optopt, 0});
+                return usage_error("unknown option -%c", optopt);
             return usage_error("unknown option %s", argv[optind - 1]);
         }
         if (c == ':')
@@ -315,9 +321,9 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
             return rc;
     }
     if (kinds > 1)
-        return usage_error("choose one lock kind: --read, --write, --semaphore or --semaphore-mutex%s", NULL);
+        return usage_error("choose one lock kind: --read, --write, --semaphore or --semaphore-mutex");
     if (optind >= argc)
-        return usage_error("no LOCKPATH given%s", NULL);
+        return usage_error("no LOCKPATH given");
     o->path = argv[optind++];
     if (!zkrl_path_ok(o->path))
         return usage_error("LOCKPATH must be an absolute ZooKeeper path like /locks/name: '%s'", o->path);
@@ -327,10 +333,10 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
         return -1;
     }
     if (optind >= argc || strcmp(argv[optind], "--") != 0)
-        return usage_error("expected -- COMMAND after LOCKPATH%s", NULL);
+        return usage_error("expected -- COMMAND after LOCKPATH");
     optind++;
     if (optind >= argc || argv[optind][0] == '\0')
-        return usage_error("no COMMAND given after --%s", NULL);
+        return usage_error("no COMMAND given after --");
     o->argv = argv + optind;
     return -1;
 }
