@@ -463,6 +463,74 @@ static void test_usage_and_errors(void)
     CU_ASSERT_EQUAL(children_of(path), 0);
 }
 
+/* ---- authentication and ACLs ------------------------------------------------------------------ */
+
+static void test_auth_acl(void)
+{
+    char path[128];
+    zkt_path("cli-acl", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL_FATAL(zoo_add_auth(zh, "digest", "zkr:secret", 10, NULL, NULL), ZOK);
+    int rc = zoo_create(zh, "/zkr-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT(rc == ZOK || rc == ZNODEEXISTS);
+    /* only the digest user zkr:secret may do anything below it */
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, NULL, -1, &ZOO_CREATOR_ALL_ACL, 0, NULL, 0), ZOK);
+
+    const char *err = wfile("acl.err"), *out = wfile("acl.out");
+    const char *const none[] = {"--hosts", zkt_hosts(), path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, none), 77);
+    assert_one_line(err, "not authorised");
+    const char *const wrong[] = {"--hosts", zkt_hosts(), "--auth", "digest:zkr:wrong", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, wrong), 77);
+    const char *const ok[] = {"--hosts", zkt_hosts(), "--auth", "digest:zkr:secret", "-v", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, ok), 0);
+    CU_ASSERT(!contains(err, "secret")); /* never printed, even with --verbose */
+    /* the default comes from ZKR_AUTH */
+    CU_ASSERT_EQUAL_FATAL(setenv("ZKR_AUTH", "digest:zkr:secret", 1), 0);
+    const char *const env[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", "echo \"$ZKR_FENCING_TOKEN\"", NULL};
+    CU_ASSERT_EQUAL(run_tool(out, err, env), 0);
+    unsetenv("ZKR_AUTH");
+    char *t = slurp(out);
+    CU_ASSERT(atoll(t) > 0);
+    free(t);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zoo_delete(zh, path, -1);
+    zkt_raw_close(zh);
+}
+
+/* ---- chroot ------------------------------------------------------------------------------------ */
+
+static void test_chroot(void)
+{
+    char root[128];
+    zkt_path("cli-chroot", root, sizeof root);
+    zhandle_t *zh = zkt_raw();
+    int rc = zoo_create(zh, "/zkr-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT(rc == ZOK || rc == ZNODEEXISTS);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, root, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    const char *out = wfile("chroot.out"), *err = wfile("chroot.err");
+    /* the command sees paths inside the chroot; the node is below it on the server */
+    const char *script = "echo \"$ZKR_LOCK_PATH $ZKR_LOCK_NODE\"; sleep 0.2";
+    const char *const args[] = {"--hosts", zkt_hosts(), "--chroot", root, "/l", "--", "sh", "-c", script, NULL};
+    pid_t pid = start_tool(out, NULL, args);
+    char inside[160];
+    snprintf(inside, sizeof inside, "%s/l", root);
+    int seen = zkt_wait_children(zh, inside, 1, WAIT_MS);
+    CU_ASSERT(seen);
+    CU_ASSERT_EQUAL(zkt_wait_child(pid, RUN_MS), 0);
+    char *t = slurp(out);
+    CU_ASSERT_EQUAL(strncmp(t, "/l /l/_c_", 9), 0);
+    free(t);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, inside), 0);
+    /* a chroot that does not exist: bad usage, one line */
+    const char *const missing[] = {"--hosts", zkt_hosts(), "--chroot", "/zkr-no-such-chroot", "/l", "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, missing), 64);
+    assert_one_line(err, "the chroot /zkr-no-such-chroot does not exist");
+    zoo_delete(zh, inside, -1);
+    zoo_delete(zh, root, -1);
+    zkt_raw_close(zh);
+}
+
 /* ---- the suite --------------------------------------------------------------------------------- */
 
 static int suite_init(void)
@@ -497,6 +565,8 @@ static void add_suites(void)
     CU_add_test(s, "fencing token and node in the environment, increasing", test_fencing_env);
     CU_add_test(s, "SIGTERM: passed to the command; waiting and held nodes gone", test_sigterm);
     CU_add_test(s, "--print: holders and queue with session and token", test_print);
+    CU_add_test(s, "--chroot: paths inside it; a missing chroot is bad usage", test_chroot);
+    CU_add_test(s, "--auth / ZKR_AUTH: refused without (77), granted with, never printed", test_auth_acl);
     CU_add_test(s, "stalled connection, no grace: command stopped when in doubt, exit 75", test_lost_in_doubt);
     CU_add_test(s, "stalled past the session: LOST, SIGTERM ignored, SIGKILL, exit 75", test_lost_session);
     CU_add_test(s, "short stall within --grace: the command survives", test_grace_survives);

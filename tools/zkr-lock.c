@@ -210,10 +210,8 @@ static int connect_client(tool_t *t)
         return ZKRL_EX_SOFTWARE;
     }
     int code = wait_connected(t, -1);
-    if (code == ZKRL_EX_UNAVAILABLE) {
+    if (code == ZKRL_EX_UNAVAILABLE)
         zkrl_err("cannot connect to %s within %.1f s", o->hosts, (double)o->connect_timeout_ms / 1000.0);
-        return code;
-    }
     if (code)
         return code;
     int64_t id = 0;
@@ -253,12 +251,15 @@ static int acquire(tool_t *t)
         if (rc == ZKR_ESESSIONLOST && (deadline < 0 || zkrl_now_ms() < deadline)) {
             zkrl_vlog("session lost while waiting: queueing again");
             int code = wait_connected(t, deadline < 0 ? zkrl_now_ms() + o->connect_timeout_ms : deadline);
-            if (code == ZKRL_EX_UNAVAILABLE && deadline >= 0 && zkrl_now_ms() >= deadline)
-                rc = ZKR_ETIMEDOUT;
-            else if (code)
-                return code;
-            else
+            if (code == 0)
                 continue;
+            if (code != ZKRL_EX_UNAVAILABLE)
+                return code;
+            if (deadline < 0 || zkrl_now_ms() < deadline) {
+                zkrl_err("lost the connection to %s while waiting for %s", o->hosts, o->path);
+                return code;
+            }
+            rc = ZKR_ETIMEDOUT;
         }
         if (rc == ZKR_ETIMEDOUT || rc == ZKR_ESESSIONLOST) {
             if (o->timeout_ms == 0)
@@ -266,6 +267,10 @@ static int acquire(tool_t *t)
             else
                 zkrl_err("%s not acquired within %.1f s", o->path, (double)(zkrl_now_ms() - start) / 1000.0);
             return o->conflict_code;
+        }
+        if (rc == ZKR_ENONODE && o->chroot) {
+            zkrl_err("cannot acquire %s: the chroot %s does not exist", o->path, o->chroot);
+            return ZKRL_EX_USAGE;
         }
         zkrl_err("cannot acquire %s: %s", o->path, zkr_strerror(rc));
         return exit_for(rc);
@@ -291,8 +296,13 @@ static void drain_events(watch_t *w)
     while ((n = read(zkrl_events_fd(), b, sizeof b)) > 0) {
         for (ssize_t i = 0; i + 1 < n; i += 2) {
             if (b[i] == ZKRL_EV_SIGNAL) {
-                zkrl_vlog("%s: passing it to the command", zkrl_signame(b[i + 1]));
-                zkrl_child_signal(&w->ch, b[i + 1]);
+                int sig = b[i + 1] & ~ZKRL_EV_FROM_TTY;
+                if ((b[i + 1] & ZKRL_EV_FROM_TTY) && !w->ch.own_group) {
+                    zkrl_vlog("%s from the terminal: the command has it too", zkrl_signame(sig));
+                    continue;
+                }
+                zkrl_vlog("%s: passing it to the command", zkrl_signame(sig));
+                zkrl_child_signal(&w->ch, sig);
             } else if (b[i] == ZKRL_EV_CLIENT && b[i + 1] == ZKR_STATE_LOST) {
                 w->client_lost = 1;
             }

@@ -100,6 +100,9 @@ int zkrl_child_reap(zkrl_child_t *ch, int *code, int *signo);
 
 /* Events written to the event pipe, two bytes each: a type and a value. */
 enum { ZKRL_EV_SIGNAL = 'S', ZKRL_EV_HOLD = 'H', ZKRL_EV_CLIENT = 'C', ZKRL_EV_CHILD = 'X' };
+/* Or'ed into a signal event's value: sent by the terminal, so a command in
+ * our own process group has it already. */
+#define ZKRL_EV_FROM_TTY 0x80
 /* The pipe that the listeners and the signal thread write to (read end in
  * ev_rd); 0 or -1. */
 int zkrl_events_open(void);

@@ -106,13 +106,15 @@ static void *signal_main(void *arg)
     (void)arg;
     while (!atomic_load(&sig_stop)) {
         struct timespec ts = {0, 100 * 1000000L};
-        int s = sigtimedwait(&watched, NULL, &ts);
+        siginfo_t info;
+        int s = sigtimedwait(&watched, &info, &ts);
         if (s == SIGCHLD) {
             zkrl_event(ZKRL_EV_CHILD, 0);
         } else if (s > 0) {
             int zero = 0;
             atomic_compare_exchange_strong(&first_stop_sig, &zero, s);
-            zkrl_event(ZKRL_EV_SIGNAL, s);
+            /* from the terminal (^C): its foreground group got it too */
+            zkrl_event(ZKRL_EV_SIGNAL, s | (info.si_code == SI_KERNEL ? ZKRL_EV_FROM_TTY : 0));
             pthread_mutex_lock(&abort_mu);
             if (abort_client && !abort_sig)
                 abort_sig = s;
@@ -208,19 +210,29 @@ void zkrl_fds_snapshot(void)
     qsort(keep_fds, (size_t)n_keep, sizeof keep_fds[0], cmp_int);
 }
 
+/* Close [first, last]; close() one by one up to max_fd if the kernel has no
+ * close_range.  Async-signal-safe. */
+static void close_span(unsigned first, unsigned last, long max_fd)
+{
+    if (close_range(first, last, 0) == 0 || errno != ENOSYS)
+        return;
+    for (long fd = first; fd <= (long)last && fd < max_fd; fd++)
+        close((int)fd);
+}
+
 /* In the child (async-signal-safe): close every descriptor above 2 that is
- * not in keep_fds[] (sorted, with the exec status pipe added). */
-static void close_new_fds(const int *keep, int n)
+ * not in keep[] (sorted, with the exec status pipe added). */
+static void close_new_fds(const int *keep, int n, long max_fd)
 {
     unsigned first = 3;
     for (int i = 0; i < n; i++) {
         if (keep[i] < (int)first)
             continue;
         if ((unsigned)keep[i] > first)
-            close_range(first, (unsigned)keep[i] - 1, 0);
+            close_span(first, (unsigned)keep[i] - 1, max_fd);
         first = (unsigned)keep[i] + 1;
     }
-    close_range(first, ~0U, 0);
+    close_span(first, ~0U, max_fd);
 }
 
 /* environ without the names set by add, then add; NULL on ENOMEM. */
@@ -264,6 +276,7 @@ int zkrl_spawn(zkrl_child_t *ch, char **argv, char **env_add, const sigset_t *ma
             keep[nk++] = keep_fds[i];
     keep[nk++] = p[1];
     qsort(keep, (size_t)nk, sizeof keep[0], cmp_int);
+    long max_fd = sysconf(_SC_OPEN_MAX);
     /* In a terminal's foreground the command stays in our process group so
      * that it can use the terminal; otherwise (cron, scripts) it leads a
      * group of its own and signals reach everything it started. */
@@ -278,7 +291,7 @@ int zkrl_spawn(zkrl_child_t *ch, char **argv, char **env_add, const sigset_t *ma
         if (getppid() != parent)
             _exit(ZKRL_EX_SOFTWARE);
         pthread_sigmask(SIG_SETMASK, mask, NULL);
-        close_new_fds(keep, nk);
+        close_new_fds(keep, nk, max_fd > 0 ? max_fd : 65536);
         execvpe(argv[0], argv, env);
         int e = errno;
         ssize_t n = write(p[1], &e, sizeof e);

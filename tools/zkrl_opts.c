@@ -133,7 +133,7 @@ static const char usage_text[] =
     "Exit status:\n"
     "  N     the command's own exit status (0 on success)\n"
     "  1     the lock was not acquired in time (--conflict-exit-code)\n"
-    "  64    bad usage\n"
+    "  64    bad usage (a --chroot that does not exist included)\n"
     "  69    cannot connect to ZooKeeper\n"
     "  70    internal error\n"
     "  75    the hold was lost (or in doubt longer than --grace) while the command\n"
