@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tools/zkrl.h"
@@ -386,8 +387,10 @@ static int run_command(tool_t *t, const sigset_t *mask)
         int timeout = check_hold(t, &w);
         struct pollfd p = {zkrl_events_fd(), POLLIN, 0};
         if (poll(&p, 1, timeout) < 0 && errno != EINTR) {
-            zkrl_err("poll: %s", strerror(errno));
-            timeout = SLICE_MS; /* keep supervising; never leave the child */
+            /* keep supervising, never leave the child: just not too fast */
+            zkrl_vlog("poll: %s", strerror(errno));
+            struct timespec ts = {0, SLICE_MS * 1000000L};
+            nanosleep(&ts, NULL);
         }
     }
     if (signo)
