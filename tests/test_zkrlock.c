@@ -318,6 +318,17 @@ static void env_case(const char *kind, const char *arg, const char *node_dir)
 
 static void test_fencing_env(void)
 {
+    /* the command gets the descriptors zkr-lock was started with, not
+     * those of its ZooKeeper connection */
+    char path[128];
+    zkt_path("cli-fds", path, sizeof path);
+    const char *out = wfile("fds.out");
+    const char *const fds[] = {"--hosts", zkt_hosts(), path, "--", "sh", "-c", "ls /proc/$$/fd", NULL};
+    CU_ASSERT_EQUAL(run_tool(out, NULL, fds), 0);
+    char *t = slurp(out);
+    CU_ASSERT_STRING_EQUAL(t, "0\n1\n2\n");
+    free(t);
+
     env_case(NULL, NULL, "");
     env_case("--read", NULL, "");
     env_case("--write", NULL, "");
@@ -396,6 +407,42 @@ static void test_print(void)
     t = slurp(out);
     CU_ASSERT_STRING_EQUAL(t, "");
     free(t);
+
+    /* a semaphore of 1: the first lease holds; the waiter has a lease node
+     * beyond the first and holds the head of the locks/ queue */
+    scene(&sc, "cli-print-sem");
+    const char *const sem[] = {"--semaphore", "1", NULL};
+    pa = start_script(&sc, sem, HOLD_UNTIL_GO, "a", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin a", 1, WAIT_MS));
+    pb = start_script(&sc, sem, HOLD_UNTIL_GO, "b", NULL);
+    char leases[160];
+    snprintf(leases, sizeof leases, "%s/leases", sc.path);
+    CU_ASSERT(zkt_wait_children(zh, leases, 2, WAIT_MS)); /* b is waiting for a lease */
+    const char *const prs[] = {"--hosts", zkt_hosts(), "-p", "-s", "1", sc.path, NULL};
+    CU_ASSERT_EQUAL(run_tool(out, NULL, prs), 0);
+    t = slurp(out);
+    char role3[16], node3[256];
+    unsigned long long sess3;
+    long long tok3;
+    n = sscanf(t, "%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld", role[0], node[0], &sess[0],
+               &tok[0], role[1], node[1], &sess[1], &tok[1], role3, node3, &sess3, &tok3);
+    CU_ASSERT_EQUAL(n, 12);
+    if (n == 12) {
+        CU_ASSERT_STRING_EQUAL(role[0], "holder");
+        CU_ASSERT_PTR_NOT_NULL(strstr(node[0], "/leases/_c_"));
+        CU_ASSERT_STRING_EQUAL(role[1], "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(node[1], "/leases/_c_"));
+        CU_ASSERT_STRING_EQUAL(role3, "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(node3, "/locks/_c_"));
+        CU_ASSERT(sess[0] != sess[1]);
+        CU_ASSERT(sess[1] == sess3); /* both b's */
+    } else {
+        printf("\n    printed: %s", t);
+    }
+    free(t);
+    touch(sc.go);
+    CU_ASSERT_EQUAL(zkt_wait_child(pa, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(pb, RUN_MS), 0);
     zkt_raw_close(zh);
 }
 

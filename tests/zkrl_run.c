@@ -43,6 +43,7 @@ pid_t start_tool(const char *out, const char *err, const char *const *args)
         int e = open(err ? err : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (in < 0 || o < 0 || e < 0 || dup2(in, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
             _exit(120);
+        close_range(3, ~0U, 0); /* zkr-lock starts with 0, 1 and 2 only */
         execv(argv[0], (char *const *)argv);
         _exit(121);
     }

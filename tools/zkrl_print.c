@@ -172,8 +172,8 @@ int zkrl_print(const zkrl_opts_t *o, zkr_client_t *c)
         for (size_t i = 0; i < l.count[part] && code == 0; i++) {
             const char *p = l.paths[part][i];
             const char *role;
-            if (semaphore)
-                role = part == 0 ? "holder" : "waiting";
+            if (semaphore) /* a lease beyond the first N is still waiting */
+                role = part == 0 && i < (size_t)(o->leases > 0 ? o->leases : 1) ? "holder" : "waiting";
             else if (o->kind == ZKRL_READ || o->kind == ZKRL_WRITE)
                 role = rw_role(p, i, &writer_before);
             else
