@@ -22,23 +22,36 @@
 #include "tests/harness/zkr_test.h"
 #include "tests/zkrl_run.h"
 
+/* Start a holder a and then a waiter b with opts; b is not waited for. */
+static void start_pair(const scene_t *sc, const char *const *opts, pid_t *a, pid_t *b)
+{
+    *a = start_script(sc, opts, HOLD_UNTIL_GO, "a", NULL);
+    CU_ASSERT_FATAL(wait_lines(sc->rec, "begin a", 1, WAIT_MS));
+    *b = start_script(sc, opts, HOLD_UNTIL_GO, "b", NULL);
+}
+
+/* Let a and b through; both must succeed. */
+static void finish_pair(const scene_t *sc, pid_t a, pid_t b)
+{
+    touch(sc->go);
+    CU_ASSERT_EQUAL(zkt_wait_child(a, RUN_MS), 0);
+    CU_ASSERT_EQUAL(zkt_wait_child(b, RUN_MS), 0);
+}
+
 /* ---- mutual exclusion ----------------------------------------------------------------- */
 
 static void test_two_runs_exclude(void)
 {
     scene_t sc;
     scene(&sc, "cli-mutex");
-    pid_t a = start_script(&sc, NULL, HOLD_UNTIL_GO, "a", NULL);
-    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin a", 1, WAIT_MS));
-    pid_t b = start_script(&sc, NULL, HOLD_UNTIL_GO, "b", NULL);
+    pid_t a, b;
+    start_pair(&sc, NULL, &a, &b);
     zhandle_t *zh = zkt_raw();
     int queued = zkt_wait_children(zh, sc.path, 2, WAIT_MS); /* b is waiting in the queue */
     CU_ASSERT(queued);
     zkt_sleep_ms(300);
     CU_ASSERT_EQUAL(lines_with(sc.rec, "begin"), 1); /* b did not get in */
-    touch(sc.go);
-    CU_ASSERT_EQUAL(zkt_wait_child(a, RUN_MS), 0);
-    CU_ASSERT_EQUAL(zkt_wait_child(b, RUN_MS), 0);
+    finish_pair(&sc, a, b);
     char *t = slurp(sc.rec);
     char l[4][64];
     int n = sscanf(t, "%63[^\n]\n%63[^\n]\n%63[^\n]\n%63[^\n]\n", l[0], l[1], l[2], l[3]);
@@ -192,12 +205,6 @@ static void test_read_write(void)
 
 /* ---- the hold lost under a stalled connection ---------------------------------------------- */
 
-static int server_port(void)
-{
-    const char *colon = strrchr(zkt_hosts(), ':');
-    return colon ? atoi(colon + 1) : 2181;
-}
-
 /* Run a holder through a proxy, stall it for good: the command is stopped
  * and zkr-lock exits 75.  grace "0": stopped when in doubt; a long grace:
  * stopped when the session is LOST; the command ignores SIGTERM there, so
@@ -206,7 +213,7 @@ static void lost_case(const char *grace, int ignore_term, const char *why)
 {
     scene_t sc;
     scene(&sc, ignore_term ? "cli-lost-ignore" : "cli-lost");
-    zkt_proxy_t *p = zkt_proxy_start(server_port());
+    zkt_proxy_t *p = zkt_proxy_start(zkrl_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const char *ignoring = "trap '' TERM; echo \"pid $$\" >> \"$1\"; " HOLD_UNTIL_GO;
     const char *const opts[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "3000", "--grace", grace,
@@ -251,7 +258,7 @@ static void test_grace_survives(void)
 {
     scene_t sc;
     scene(&sc, "cli-grace");
-    zkt_proxy_t *p = zkt_proxy_start(server_port());
+    zkt_proxy_t *p = zkt_proxy_start(zkrl_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     /* 12 s session: the client gives up on the connection after 2/3 of it,
      * the server expires it only after all of it */
@@ -363,7 +370,7 @@ static void test_sigterm(void)
 
 /* ---- --print ----------------------------------------------------------------------------------- */
 
-static void test_print(void)
+static void test_print_rwlock(void)
 {
     scene_t sc;
     scene(&sc, "cli-print");
@@ -376,74 +383,59 @@ static void test_print(void)
     CU_ASSERT(zkt_wait_children(zh, sc.path, 2, WAIT_MS));
     const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--read", sc.path, NULL};
     CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
-    char *t = slurp(out);
-    char role[2][16], node[2][256];
-    unsigned long long sess[2];
-    long long tok[2];
-    int n = sscanf(t, "%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld", role[0], node[0], &sess[0], &tok[0],
-                   role[1], node[1], &sess[1], &tok[1]);
-    CU_ASSERT_EQUAL(n, 8);
-    CU_ASSERT_EQUAL(count_lines(t), 2);
-    if (n == 8) {
-        CU_ASSERT_STRING_EQUAL(role[0], "holder");
-        CU_ASSERT_STRING_EQUAL(role[1], "waiting");
-        CU_ASSERT_PTR_NOT_NULL(strstr(node[0], "__READ__"));
-        CU_ASSERT_PTR_NOT_NULL(strstr(node[1], "__WRIT__"));
+    listing_t e[4];
+    int n = read_listing(out, e, 4);
+    CU_ASSERT_EQUAL(n, 2);
+    if (n == 2) {
+        CU_ASSERT_STRING_EQUAL(e[0].role, "holder");
+        CU_ASSERT_STRING_EQUAL(e[1].role, "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(e[0].node, "__READ__"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e[1].node, "__WRIT__"));
         for (int i = 0; i < 2; i++) { /* what the server says of that node */
             struct Stat st;
-            CU_ASSERT_EQUAL(zoo_exists(zh, node[i], 0, &st), ZOK);
-            CU_ASSERT_EQUAL((long long)st.czxid, tok[i]);
-            CU_ASSERT_EQUAL((unsigned long long)st.ephemeralOwner, sess[i]);
+            CU_ASSERT_EQUAL(zoo_exists(zh, e[i].node, 0, &st), ZOK);
+            CU_ASSERT_EQUAL((long long)st.czxid, e[i].token);
+            CU_ASSERT_EQUAL((unsigned long long)st.ephemeralOwner, e[i].session);
         }
-        CU_ASSERT(tok[0] < tok[1]);
-    } else {
-        printf("\n    printed: %s", t);
+        CU_ASSERT(e[0].token < e[1].token);
     }
-    free(t);
-    touch(sc.go);
-    CU_ASSERT_EQUAL(zkt_wait_child(pa, RUN_MS), 0);
-    CU_ASSERT_EQUAL(zkt_wait_child(pb, RUN_MS), 0);
+    finish_pair(&sc, pa, pb);
     CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0); /* nothing left: nothing printed */
-    t = slurp(out);
-    CU_ASSERT_STRING_EQUAL(t, "");
-    free(t);
+    CU_ASSERT_EQUAL(read_listing(out, e, 4), 0);
+    zkt_raw_close(zh);
+}
 
-    /* a semaphore of 1: the first lease holds; the waiter has a lease node
-     * beyond the first and holds the head of the locks/ queue */
+/* A semaphore of 1: the first lease holds; the waiter has a lease node
+ * beyond the first and holds the head of the locks/ queue. */
+static void test_print_semaphore(void)
+{
+    scene_t sc;
     scene(&sc, "cli-print-sem");
+    const char *out = wfile("print.out");
     const char *const sem[] = {"--semaphore", "1", NULL};
-    pa = start_script(&sc, sem, HOLD_UNTIL_GO, "a", NULL);
-    CU_ASSERT_FATAL(wait_lines(sc.rec, "begin a", 1, WAIT_MS));
-    pb = start_script(&sc, sem, HOLD_UNTIL_GO, "b", NULL);
+    pid_t pa, pb;
+    start_pair(&sc, sem, &pa, &pb);
     char leases[160];
     snprintf(leases, sizeof leases, "%s/leases", sc.path);
+    zhandle_t *zh = zkt_raw();
     CU_ASSERT(zkt_wait_children(zh, leases, 2, WAIT_MS)); /* b is waiting for a lease */
+    zkt_raw_close(zh);
     const char *const prs[] = {"--hosts", zkt_hosts(), "-p", "-s", "1", sc.path, NULL};
     CU_ASSERT_EQUAL(run_tool(out, NULL, prs), 0);
-    t = slurp(out);
-    char role3[16], node3[256];
-    unsigned long long sess3;
-    long long tok3;
-    n = sscanf(t, "%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld\n%15s %255s 0x%llx %lld", role[0], node[0], &sess[0],
-               &tok[0], role[1], node[1], &sess[1], &tok[1], role3, node3, &sess3, &tok3);
-    CU_ASSERT_EQUAL(n, 12);
-    if (n == 12) {
-        CU_ASSERT_STRING_EQUAL(role[0], "holder");
-        CU_ASSERT_PTR_NOT_NULL(strstr(node[0], "/leases/_c_"));
-        CU_ASSERT_STRING_EQUAL(role[1], "waiting");
-        CU_ASSERT_PTR_NOT_NULL(strstr(node[1], "/leases/_c_"));
-        CU_ASSERT_STRING_EQUAL(role3, "waiting");
-        CU_ASSERT_PTR_NOT_NULL(strstr(node3, "/locks/_c_"));
-        CU_ASSERT(sess[0] != sess[1]);
-        CU_ASSERT(sess[1] == sess3); /* both b's */
-    } else {
-        printf("\n    printed: %s", t);
+    listing_t e[4];
+    int n = read_listing(out, e, 4);
+    CU_ASSERT_EQUAL(n, 3);
+    if (n == 3) {
+        CU_ASSERT_STRING_EQUAL(e[0].role, "holder");
+        CU_ASSERT_PTR_NOT_NULL(strstr(e[0].node, "/leases/_c_"));
+        CU_ASSERT_STRING_EQUAL(e[1].role, "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(e[1].node, "/leases/_c_"));
+        CU_ASSERT_STRING_EQUAL(e[2].role, "waiting");
+        CU_ASSERT_PTR_NOT_NULL(strstr(e[2].node, "/locks/_c_"));
+        CU_ASSERT(e[0].session != e[1].session);
+        CU_ASSERT(e[1].session == e[2].session); /* both b's */
     }
-    free(t);
-    touch(sc.go);
-    CU_ASSERT_EQUAL(zkt_wait_child(pa, RUN_MS), 0);
-    CU_ASSERT_EQUAL(zkt_wait_child(pb, RUN_MS), 0);
-    zkt_raw_close(zh);
+    finish_pair(&sc, pa, pb);
 }
 
 /* ---- bad usage, no server, no command ------------------------------------------------------- */
@@ -580,29 +572,9 @@ static void test_chroot(void)
 
 /* ---- the suite --------------------------------------------------------------------------------- */
 
-static int suite_init(void)
-{
-    zoo_set_debug_level((ZooLogLevel)(getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0));
-    snprintf(zkrl_workdir, sizeof zkrl_workdir, "%s/zkrl-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(zkrl_workdir))
-        return 1;
-    if (access(tool_bin(), X_OK) != 0) {
-        fprintf(stderr, "test_zkrlock: %s not found (run from the build directory)\n", tool_bin());
-        return 1;
-    }
-    return 0;
-}
-
-static int suite_clean(void)
-{
-    char cmd[320];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", zkrl_workdir);
-    return system(cmd) == 0 ? 0 : 1;
-}
-
 static void add_suites(void)
 {
-    CU_pSuite s = CU_add_suite("zkr-lock", suite_init, suite_clean);
+    CU_pSuite s = CU_add_suite("zkr-lock", zkrl_suite_init, zkrl_suite_clean);
     CU_add_test(s, "bad usage, no server, no command: codes and one-line messages", test_usage_and_errors);
     CU_add_test(s, "two runs never interleave; the second waits", test_two_runs_exclude);
     CU_add_test(s, "--timeout 0 on a held lock: conflict code at once; status passed through",
@@ -611,7 +583,8 @@ static void add_suites(void)
     CU_add_test(s, "--read runs overlap, never with --write", test_read_write);
     CU_add_test(s, "fencing token and node in the environment, increasing", test_fencing_env);
     CU_add_test(s, "SIGTERM: passed to the command; waiting and held nodes gone", test_sigterm);
-    CU_add_test(s, "--print: holders and queue with session and token", test_print);
+    CU_add_test(s, "--print --read: holders and queue with session and token", test_print_rwlock);
+    CU_add_test(s, "--print --semaphore: leases held, lease and queue waiting", test_print_semaphore);
     CU_add_test(s, "--chroot: paths inside it; a missing chroot is bad usage", test_chroot);
     CU_add_test(s, "--auth / ZKR_AUTH: refused without (77), granted with, never printed", test_auth_acl);
     CU_add_test(s, "stalled connection, no grace: command stopped when in doubt, exit 75", test_lost_in_doubt);

@@ -175,3 +175,45 @@ pid_t start_script(const scene_t *s, const char *const *opts, const char *script
     args[k] = NULL;
     return start_tool(NULL, err, args);
 }
+
+int read_listing(const char *path, listing_t *e, int max)
+{
+    char *t = slurp(path);
+    int n = 0;
+    for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n"), n++) {
+        if (n >= max || sscanf(line, "%15s %255s 0x%llx %lld", e[n].role, e[n].node, &e[n].session,
+                               &e[n].token) != 4) {
+            printf("\n    listing: %s", line);
+            n = -1;
+            break;
+        }
+    }
+    free(t);
+    return n;
+}
+
+int zkrl_server_port(void)
+{
+    const char *colon = strrchr(zkt_hosts(), ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
+int zkrl_suite_init(void)
+{
+    zoo_set_debug_level((ZooLogLevel)(getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0));
+    snprintf(zkrl_workdir, sizeof zkrl_workdir, "%s/zkrl-test.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(zkrl_workdir))
+        return 1;
+    if (access(tool_bin(), X_OK) != 0) {
+        fprintf(stderr, "test_zkrlock: %s not found (run from the build directory)\n", tool_bin());
+        return 1;
+    }
+    return 0;
+}
+
+int zkrl_suite_clean(void)
+{
+    char cmd[320];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", zkrl_workdir);
+    return system(cmd) == 0 ? 0 : 1;
+}

@@ -49,6 +49,24 @@ typedef struct scene {
     char rec[512], go[512], err[512];
 } scene_t;
 
+/* The suite's init (work directory, the binary is there, quiet ZooKeeper
+ * log) and cleanup. */
+int zkrl_suite_init(void);
+int zkrl_suite_clean(void);
+/* The test server's port (for the proxy). */
+int zkrl_server_port(void);
+
+/* One line of zkr-lock --print. */
+typedef struct listing {
+    char role[16], node[256];
+    unsigned long long session;
+    long long token;
+} listing_t;
+
+/* Parse up to max lines of a --print output file; the number of lines
+ * (-1 if a line is malformed: the text is printed). */
+int read_listing(const char *path, listing_t *e, int max);
+
 /* A fresh lock path and files for a test named name. */
 void scene(scene_t *s, const char *name);
 /* zkr-lock [opts] PATH -- sh -c SCRIPT sh REC GO LABEL, on the test server
