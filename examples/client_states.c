@@ -33,10 +33,7 @@ static const char usage_text[] =
     "  HOSTS              ZooKeeper connection string (default $ZKR_HOSTS, then\n"
     "                     127.0.0.1:2181)\n"
     "  -s, --seconds S    how long to watch, 1..86400 (default 10)\n"
-    "  -h, --help         this text\n"
-    "\n"
-    "Ends with a line CHECK PASSED: ... (exit status 0) once connected, or\n"
-    "CHECK FAILED: ... (1) if it never connected; 2 for a bad command line.\n";
+    "  -h, --help         this text\n";
 
 static void on_state(zkr_client_t *c, zkr_state_t s, void *ctx)
 {

@@ -96,13 +96,25 @@ int ex_int_arg(const char *prog, const char *name, const char *text, int min, in
 int ex_usage(const char *usage, int help)
 {
     if (help) {
-        fputs(usage, stdout);
+        printf("%s\nThe last line is CHECK PASSED: ... (exit status 0) or CHECK FAILED: ...\n"
+               "(exit status 1); a bad command line exits with status 2.\n",
+               usage);
         exit(0);
     }
     /* a bad command line: the synopsis (up to the first blank line) only */
     const char *end = strstr(usage, "\n\n");
     fprintf(stderr, "%.*sTry --help for more.\n", end ? (int)(end - usage + 1) : (int)strlen(usage), usage);
     return 2;
+}
+
+int ex_args_done(int bad, int argc, char **argv, const char **hosts, const char *path, size_t path_max,
+                 const char *usage)
+{
+    if (!bad && (*hosts = ex_hosts(argc, argv, 1)) == NULL)
+        bad = -1;
+    if (!bad && (path[0] != '/' || strlen(path) > path_max))
+        bad = -1;
+    return bad ? ex_usage(usage, 0) : 0;
 }
 
 int ex_check(int ok, const char *what)

@@ -171,10 +171,7 @@ static const char usage_text[] =
     "  -s, --seconds S    how long to run, 1..3600 (default 3)\n"
     "      --path PATH    where the configuration and the lock live\n"
     "                     (default /zkr-demo/rw-config)\n"
-    "  -h, --help         this text\n"
-    "\n"
-    "Ends with a line CHECK PASSED: ... or CHECK FAILED: ...; exit status 0 if\n"
-    "the check passed, 1 if it failed or could not run, 2 for a bad command line.\n";
+    "  -h, --help         this text\n";
 
 static int parse_args(int argc, char **argv)
 {
@@ -193,11 +190,7 @@ static int parse_args(int argc, char **argv)
         default: bad = -1; break;
         }
     }
-    if (!bad && (hosts = ex_hosts(argc, argv, 1)) == NULL)
-        bad = -1;
-    if (!bad && (base[0] != '/' || strlen(base) > 400))
-        bad = -1;
-    return bad ? ex_usage(usage_text, 0) : 0;
+    return ex_args_done(bad, argc, argv, &hosts, base, 400, usage_text);
 }
 
 int main(int argc, char **argv)

@@ -333,10 +333,7 @@ static const char usage_text[] =
     "  -n, --tickets T    tickets to sell, 0..9999 (default 100)\n"
     "      --path PATH    where the stock and the lock live (default /zkr-demo/tickets)\n"
     "      --lock KIND    mutex (reentrant, default) or semaphore-mutex (non-reentrant)\n"
-    "  -h, --help         this text\n"
-    "\n"
-    "Ends with a line CHECK PASSED: ... or CHECK FAILED: ...; exit status 0 if\n"
-    "the check passed, 1 if it failed, 2 for a bad command line or setup.\n";
+    "  -h, --help         this text\n";
 
 static int parse_args(int argc, char **argv)
 {
@@ -363,11 +360,7 @@ static int parse_args(int argc, char **argv)
         default: bad = -1; break;
         }
     }
-    if (!bad && (cfg.hosts = ex_hosts(argc, argv, 1)) == NULL)
-        bad = -1;
-    if (!bad && (cfg.path[0] != '/' || strlen(cfg.path) > 400))
-        bad = -1;
-    return bad ? ex_usage(usage_text, 0) : 0;
+    return ex_args_done(bad, argc, argv, &cfg.hosts, cfg.path, 400, usage_text);
 }
 
 int main(int argc, char **argv)

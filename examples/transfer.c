@@ -239,10 +239,7 @@ static const char usage_text[] =
     "  -t, --threads T      tellers, 1..64 (default 6)\n"
     "  -k, --transfers K    transfers per teller, 0..100000 (default 25)\n"
     "      --path PATH      where the accounts and the locks live (default /zkr-demo/bank)\n"
-    "  -h, --help           this text\n"
-    "\n"
-    "Ends with a line CHECK PASSED: ... or CHECK FAILED: ...; exit status 0 if\n"
-    "the check passed, 1 if it failed or could not run, 2 for a bad command line.\n";
+    "  -h, --help           this text\n";
 
 static int parse_args(int argc, char **argv)
 {
@@ -262,11 +259,7 @@ static int parse_args(int argc, char **argv)
         default: bad = -1; break;
         }
     }
-    if (!bad && (hosts = ex_hosts(argc, argv, 1)) == NULL)
-        bad = -1;
-    if (!bad && (base[0] != '/' || strlen(base) > 200))
-        bad = -1;
-    return bad ? ex_usage(usage_text, 0) : 0;
+    return ex_args_done(bad, argc, argv, &hosts, base, 200, usage_text);
 }
 
 int main(int argc, char **argv)
