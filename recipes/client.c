@@ -254,6 +254,10 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
         return ZKR_ENOMEM;
     }
     c->session_timeout_req = opt->session_timeout_ms ? opt->session_timeout_ms : 15000;
+    c->log_fn = opt->log_fn;
+    c->log_ctx = opt->log_ctx;
+    c->log_level = opt->log_level;
+    c->zk_log_level = opt->zk_log_level;
     c->allow_read_only = opt->allow_read_only != 0;
     c->sm.state = ZKR_STATE_LATENT;
     c->lost_deadline = INT64_MAX;
@@ -332,13 +336,36 @@ int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_opti
     return ZKR_OK;
 }
 
+/* The client whose zkr_client_with_handle function this thread runs. */
+static _Thread_local zkr_client_t *in_handle_fn;
+
+int zkr_client_with_handle(zkr_client_t *c, zkr_handle_fn fn, void *ctx)
+{
+    if (!c || !fn)
+        return ZKR_EINVAL;
+    int rc = zkr__client_enter(c);
+    if (rc != ZKR_OK)
+        return rc;
+    zkr__zh_t *h;
+    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
+        zkr_client_t *outer = in_handle_fn;
+        in_handle_fn = c;
+        rc = fn(zkr__zh(h), zkr__zh_session(c, h), ctx);
+        in_handle_fn = outer;
+        zkr__client_put_handle(c, h);
+    }
+    zkr__client_leave(c);
+    return rc;
+}
+
 int zkr_client_close(zkr_client_t *c)
 {
     if (!c)
         return ZKR_OK;
     /* A listener, hold listener or revocation function of this client runs
-     * on its thread: closing from there would join that very thread. */
-    if (c->thread_started && pthread_equal(pthread_self(), c->thread))
+     * on its thread: closing from there would join that very thread; a
+     * zkr_client_with_handle function is a user close would wait for. */
+    if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) || in_handle_fn == c)
         return ZKR_EDEADLK;
     pthread_mutex_lock(&c->mu);
     if (c->closing) {

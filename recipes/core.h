@@ -30,6 +30,7 @@ struct zkr__zh {
     int64_t session_id;     /* c->mu: last session seen connected on it */
     int auth_rc;            /* c->mu: answer to the credentials; 1 while
                                none yet (or none sent: ZOK) */
+    int log_slot;           /* constant: its log trampoline (log.c), -1 none */
     struct zkr__zh *next_retired; /* c->mu */
 };
 
@@ -80,6 +81,10 @@ struct zkr_client {
     char *auth_data;
     int auth_data_len;
     struct ACL_vector acl;    /* of every node the recipes create */
+    zkr_log_fn log_fn;        /* NULL: stderr */
+    void *log_ctx;
+    int log_level;            /* ZKR_LOG_* threshold of its lines */
+    int zk_log_level;         /* threshold for the C client's lines; -1: log_level */
     pthread_t thread;         /* the client thread (client_main) */
     int thread_started;
 
@@ -197,6 +202,12 @@ void zkr__tracks_free(zkr_client_t *c);
  * asynchronous calls are made).  Returns the next time one is due. */
 int64_t zkr__deletes_run_locked(zkr_client_t *c);
 void zkr__deletes_free(zkr_client_t *c);
+
+/* ---- log.c ---- */
+/* A log trampoline for a new handle of c (NULL if none is free: the C
+ * client's default then).  Give the slot back after zookeeper_close. */
+log_callback_fn zkr__log_slot_take(zkr_client_t *c, int *slot);
+void zkr__log_slot_give(int slot);
 
 /* ---- options.c ---- */
 /* 1 if `hosts` is a connection string zkr_client_open accepts. */

@@ -47,7 +47,7 @@ static void add_delete(zkr_client_t *c, const char *path, const char *prefix, in
         free(d);
         free(p);
         free(x);
-        zkr__log(c, 1, "out of memory: %s%s is left to vanish with its session", path ? path : "",
+        zkr__log(c, ZKR_LOG_ERROR, "out of memory: %s%s is left to vanish with its session", path ? path : "",
                  prefix ? "/<prefix>" : "");
         return;
     }
@@ -98,7 +98,7 @@ static zkr__pending_delete_t *settle_locked(zkr_client_t *c, const delete_op_t *
         zkr__zk_class_t k = zkr__zk_class(zrc);
         int done = zrc == ZOK || zrc == ZNONODE;
         if (!done && k == ZKR__ZC_FINAL && ++d->failures >= ZKR__DELETE_MAX_FAILURES) {
-            zkr__log(c, 1, "giving up deleting %s%s%s after %d refusals: %s", d->path,
+            zkr__log(c, ZKR_LOG_ERROR, "giving up deleting %s%s%s after %d refusals: %s", d->path,
                      d->prefix ? "/" : "", d->prefix ? d->prefix : "", d->failures, zerror(zrc));
             c->deletes_abandoned++;
             done = 1;
@@ -148,7 +148,7 @@ static void prefix_list_done(int zrc, const struct String_vector *names, const v
                 if (full)
                     add_delete(c, full, NULL, d->session);
                 else
-                    zkr__log(c, 1, "out of memory: %s/%s is left to vanish with its session", d->path,
+                    zkr__log(c, ZKR_LOG_ERROR, "out of memory: %s/%s is left to vanish with its session", d->path,
                              names->data[i]);
                 free(full);
             }

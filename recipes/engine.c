@@ -481,12 +481,13 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
     rc = lost ? ZKR_ELOST : ZKR_OK;
     if (zrc == ZOK || zrc == ZNONODE) {
         /* gone */
-    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL) {
-        zkr__client_delete_later(c, node->path, node->session); /* the link, not the server */
+    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL || zrc == ZSYSTEMERROR) {
+        /* the link (or a local shortage), not the server: again later */
+        zkr__client_delete_later(c, node->path, node->session);
     } else {
         /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
          * so; the node stays until its session ends. */
-        zkr__log(c, 1, "cannot delete %s: %s; it stays until the session ends", node->path, zerror(zrc));
+        zkr__log(c, ZKR_LOG_ERROR, "cannot delete %s: %s; it stays until the session ends", node->path, zerror(zrc));
         rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
     }
     zkr__client_put_handle(c, h);

@@ -1,9 +1,7 @@
 /* Error codes: names and messages from the one table (ZKR_ERRNO_MAP), the
- * ZooKeeper classifier and mapping, the library's log lines. */
+ * ZooKeeper classifier and mapping. */
 #include "config.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "recipes/internal.h"
 #include "zkr/errors.h"
@@ -58,7 +56,26 @@ zkr__zk_class_t zkr__zk_class(int zrc)
     return ZKR__ZC_FINAL;
 }
 
+/* The last ZooKeeper code this thread turned into a ZKR_E... code. */
+static _Thread_local int last_zrc;
+
+int zkr_last_zk_error(const char **message)
+{
+    if (message)
+        *message = last_zrc ? zerror(last_zrc) : "no ZooKeeper error";
+    return last_zrc;
+}
+
+static int map_zk_error(int zrc);
+
 int zkr__zk_error(int zrc)
+{
+    if (zrc != ZOK)
+        last_zrc = zrc;
+    return map_zk_error(zrc);
+}
+
+static int map_zk_error(int zrc)
 {
     switch (zkr__zk_class(zrc)) {
     case ZKR__ZC_OK: return ZKR_OK;
@@ -77,18 +94,4 @@ int zkr__zk_error(int zrc)
     if (zrc == ZSYSTEMERROR || zrc == ZMARSHALLINGERROR)
         return ZKR_ESYSTEM;
     return ZKR_EZOOKEEPER;
-}
-
-void zkr__log(zkr_client_t *c, int level, const char *fmt, ...)
-{
-    (void)c;
-    static const char *const names[] = {"", "error", "warning", "info", "debug"};
-    if (level < 1 || level > 2)
-        return; /* warnings and errors only */
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "zkrecipes: %s: %s\n", names[level], msg);
 }

@@ -49,8 +49,9 @@ int zkr__zh_answer(zhandle_t *zh, int zrc);
 int zkr__client_retain(zkr_client_t *c);
 void zkr__client_release(zkr_client_t *c);
 
-/* The library's own messages (levels as ZooKeeper's: 1 error, 2 warn,
- * 3 info, 4 debug). */
+/* The library's own messages (ZKR_LOG_*), to the client's log callback or
+ * stderr (log.c).  c may be NULL.  May be called with c->mu held: a log
+ * callback must not call into the library. */
 void zkr__log(zkr_client_t *c, int level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

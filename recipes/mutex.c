@@ -126,7 +126,7 @@ static void revoke_event(zkr_client_t *c, void *arg, int type, const char *path)
     zkr__client_put_handle(c, h);
     if (zrc != ZOK) {
         free(op);
-        zkr__log(c, 2, "cannot watch %s for revocation: %s", rw->path, zerror(zrc));
+        zkr__log(c, ZKR_LOG_WARN, "cannot watch %s for revocation: %s", rw->path, zerror(zrc));
     }
 }
 

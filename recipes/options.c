@@ -19,6 +19,7 @@ void zkr_client_options_init(zkr_client_options_t *opt)
     opt->session_timeout_ms = 15000;
     opt->connect_timeout_ms = 15000;
     opt->zk_log_level = -1;
+    opt->log_level = ZKR_LOG_WARN;
 }
 
 /* "host:port[,host:port...]", IPv6 hosts as "[addr]:port": no empty entry,
@@ -73,7 +74,7 @@ int zkr__options_validate(const zkr_client_options_t *opt)
     if (opt->session_timeout_ms != 0 && (opt->session_timeout_ms < ZKR_SESSION_TIMEOUT_MIN_MS ||
                                          opt->session_timeout_ms > ZKR_SESSION_TIMEOUT_MAX_MS))
         return ZKR_EINVAL;
-    if (opt->zk_log_level < -1 || opt->zk_log_level > 4)
+    if (opt->zk_log_level < -1 || opt->zk_log_level > 4 || opt->log_level < 0 || opt->log_level > 4)
         return ZKR_EINVAL;
     if (opt->chroot && opt->chroot[0] && !zkr__path_valid(opt->chroot))
         return ZKR_EINVAL;

@@ -48,7 +48,7 @@ static void auth_done(int rc, const void *data)
     h->auth_rc = rc;
     if (rc != ZOK && rc != ZCLOSING && h == c->cur) {
         c->auth_failed = 1;
-        zkr__log(c, 1, "the server refused the credentials (%s): %s", c->auth_scheme, zerror(rc));
+        zkr__log(c, ZKR_LOG_ERROR, "the server refused the credentials (%s): %s", c->auth_scheme, zerror(rc));
     }
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->mu);
@@ -63,10 +63,12 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
     h->gen = gen;
     h->refs = 1;
     int flags = c->allow_read_only ? ZOO_READONLY : 0;
+    log_callback_fn logf = zkr__log_slot_take(c, &h->log_slot);
     errno = 0;
-    h->zh = zookeeper_init(c->hosts, session_watcher, c->session_timeout_req, NULL, h, flags);
+    h->zh = zookeeper_init2(c->hosts, session_watcher, c->session_timeout_req, NULL, h, flags, logf);
     if (!h->zh) {
         int e = errno;
+        zkr__log_slot_give(h->log_slot);
         free(h);
         return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
     }
@@ -75,6 +77,7 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         int rc = zoo_add_auth(h->zh, c->auth_scheme, c->auth_data, c->auth_data_len, auth_done, h);
         if (rc != ZOK) {
             zookeeper_close(h->zh);
+            zkr__log_slot_give(h->log_slot);
             free(h);
             return zkr__zk_error(rc);
         }
@@ -86,7 +89,8 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
 void zkr__handle_close(zkr__zh_t *h)
 {
     if (h->zh)
-        zookeeper_close(h->zh);
+        zookeeper_close(h->zh); /* its last log line comes before it returns */
+    zkr__log_slot_give(h->log_slot);
     free(h);
 }
 
@@ -257,7 +261,7 @@ static void rebuild_locked(zkr_client_t *c)
         }
         if (!c->closing) {
             c->need_rebuild = 1; /* try again shortly */
-            zkr__log(c, 2, "cannot open a new session: %s (trying again)", zkr_strerror(rc));
+            zkr__log(c, ZKR_LOG_WARN, "cannot open a new session: %s (trying again)", zkr_strerror(rc));
         }
         return;
     }
@@ -268,7 +272,7 @@ static void rebuild_locked(zkr_client_t *c)
     old->refs--; /* the client's own reference */
     old->next_retired = c->retired;
     c->retired = old;
-    zkr__log(c, 3, "session lost: opening a new one");
+    zkr__log(c, ZKR_LOG_INFO, "session lost: opening a new one");
     /* Waiters re-evaluate: whatever they waited for belonged to the old
      * session. */
     zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);

@@ -73,7 +73,7 @@ static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
         t->state = ZKR_HOLD_LOST;
         c->tracks_dirty = 1;
         pthread_cond_signal(&c->wake);
-        zkr__log(c, 2, "lock node %s was deleted by another session: hold LOST", t->path);
+        zkr__log(c, ZKR_LOG_WARN, "lock node %s was deleted by another session: hold LOST", t->path);
     }
     if (t->waiter)
         zkr__waiter_wake_id(c, t->waiter, ZKR__WAKE_WATCH);
@@ -143,7 +143,7 @@ int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t sess
     pthread_mutex_unlock(&c->mu);
     if (zrc != ZOK) {
         free(op);
-        zkr__log(c, 2, "cannot watch %s (%s): its deletion by others is seen only at reconnection",
+        zkr__log(c, ZKR_LOG_WARN, "cannot watch %s (%s): its deletion by others is seen only at reconnection",
                  path, zerror(zrc));
     }
     *out = t;
@@ -259,7 +259,7 @@ static void verify_send_locked(zkr_client_t *c, zkr__track_t *t)
     }
     if (zrc != ZOK) {
         free(op);
-        zkr__log(c, 2, "cannot check hold %s after reconnecting (%s): it stays IN_DOUBT", t->path,
+        zkr__log(c, ZKR_LOG_WARN, "cannot check hold %s after reconnecting (%s): it stays IN_DOUBT", t->path,
                  zerror(zrc));
     }
 }

@@ -218,7 +218,7 @@ void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path)
     if (!e || (path && !p)) {
         free(e);
         free(p);
-        zkr__log(c, 1, "out of memory: a watch event was dropped");
+        zkr__log(c, ZKR_LOG_ERROR, "out of memory: a watch event was dropped");
         return;
     }
     e->id = (uint64_t)(uintptr_t)ctx;

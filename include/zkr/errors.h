@@ -45,6 +45,15 @@ ZKR_EXTERN const char *zkr_strerror(int err);
 /* The symbolic name of `err` ("ZKR_ETIMEDOUT"); "ZKR_E?" for unknown codes. */
 ZKR_EXTERN const char *zkr_err_name(int err);
 
+/* The detail behind a code that hides a ZooKeeper error (ZKR_EZOOKEEPER
+ * above all, also ZKR_ENOAUTH, ZKR_ECONNLOSS, ZKR_ENONODE, ...): the last
+ * ZooKeeper return code (ZOO_ERRORS of <zookeeper/zookeeper.h>, negative)
+ * that a call made on the calling thread turned into a ZKR_E... code, and,
+ * if message is not NULL, ZooKeeper's text for it (static).  Returns 0 (and
+ * "no ZooKeeper error") if this thread has had none.  Per thread: another
+ * thread's calls never change it. */
+ZKR_EXTERN int zkr_last_zk_error(const char **message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -35,7 +35,7 @@ typedef struct zkr_mutex zkr_mutex_t;
 
 /* Create a mutex object on `path` (the lock directory; created as container
  * nodes, with the client's ACL, when first needed).  Nothing is sent to
- * ZooKeeper.  Returns ZKR_OK, ZKR_ENOMEM, ZKR_ECLOSED (the client is
+ * ZooKeeper.  Returns ZKR_OK, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_ECLOSED (the client is
  * closing), ZKR_EINVAL (NULL argument; a path ZooKeeper would refuse:
  * relative, trailing or double '/', "." or "..", under /zookeeper, over
  * 1024 bytes, or characters it does not accept, see zkrecipes(7)). */
@@ -97,7 +97,7 @@ ZKR_EXTERN int zkr_mutex_node_path(zkr_mutex_t *m, char **path);
 
 /* Everyone queued on the lock, in lock order, as full paths (holder first).
  * Free with zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *count);
 
 /* Free a string array returned by the library.  NULL is a no-op. */

@@ -40,7 +40,7 @@ extern "C" {
 typedef struct zkr_rwlock zkr_rwlock_t;
 
 /* Returns ZKR_OK, ZKR_EINVAL (NULL argument, a path ZooKeeper would refuse,
- * as zkr_mutex_new), ZKR_ECLOSED, ZKR_ENOMEM. */
+ * as zkr_mutex_new), ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path);
 
 /* Acquire the read lock (timeout as everywhere: < 0 forever, 0 one try).
@@ -83,7 +83,7 @@ ZKR_EXTERN int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token);
 
 /* Every reader and writer node, in lock order, as full paths.  Free with
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count);
 
 /* Free (holds still open are released).  NULL is a no-op. */

@@ -35,13 +35,13 @@ typedef struct zkr_lease zkr_lease_t;
 
 /* A semaphore on `path` with a fixed max_leases (>= 1).  Nothing is sent.
  * Returns ZKR_OK, ZKR_EINVAL (NULL argument, a path ZooKeeper would refuse,
- * max_leases < 1), ZKR_ECLOSED, ZKR_ENOMEM. */
+ * max_leases < 1), ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
                                  int max_leases);
 
 /* A semaphore whose max_leases is the shared count stored at count_path
  * (which must exist when acquiring; see zkr_shared_count_set).
- * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
                                         const char *count_path);
 
@@ -75,8 +75,8 @@ ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeou
 ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
 
 /* Return n leases (NULL entries skipped); reports the first error but
- * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0),
- * ZKR_ELOST. */
+ * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0), or
+ * the first error of zkr_lease_return (ZKR_ELOST, ZKR_ENOAUTH, ...). */
 ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, int n);
 
 /* Hold notifications for leases acquired after this call (see
@@ -96,7 +96,7 @@ ZKR_EXTERN int zkr_lease_fencing_token(const zkr_lease_t *lease, int64_t *token)
 
 /* All current lease nodes as full paths, in sequence order.  Free with
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count);
 
 /* Free the semaphore object.  Leases already taken stay valid (they belong
@@ -117,7 +117,7 @@ ZKR_EXTERN int zkr_shared_count_get(zkr_client_t *c, const char *count_path, int
 
 typedef struct zkr_semaphore_mutex zkr_semaphore_mutex_t;
 
-/* Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM. */
+/* Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_mutex_new(zkr_semaphore_mutex_t **out, zkr_client_t *c, const char *path);
 
 /* Acquire.  Not reentrant: if this object already holds the mutex, the call
