@@ -367,10 +367,14 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
     return rc;
 }
 
+void (*zkr__test_grant_pause)(zkr_client_t *c);
+
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
 {
     if (!node->track)
         return ZKR_EINVAL;
+    if (zkr__test_grant_pause)
+        zkr__test_grant_pause(c); /* tests drop the connection here */
     zkr__track_grant(c, node->track, fn, ctx);
     return ZKR_OK;
 }

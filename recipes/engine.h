@@ -55,6 +55,10 @@ typedef struct zkr__hold_listener {
 int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx);
 zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l);
 
+/* Tests only (never set by the library): called between "the node holds
+ * the lock" and the hold's first state, where a connection can drop. */
+extern void (*zkr__test_grant_pause)(zkr_client_t *c);
+
 /* Start telling whether the hold this node grants is safe (fn may be NULL).
  * Returns ZKR_OK or ZKR_ENOMEM. */
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx);

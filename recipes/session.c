@@ -10,6 +10,8 @@
 
 #include "recipes/core.h"
 
+#define ZKR__RESOLUTION_DELAY_MS 5000
+
 /* ---- handles ------------------------------------------------------------------ */
 
 /* Runs on ZooKeeper's completion thread: only records and signals.  Events
@@ -72,6 +74,10 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         free(h);
         return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
     }
+    /* By default the C client looks the host list up again on every poll
+     * of its I/O thread (half of its system calls per lock cycle); once
+     * every few seconds is plenty (it still does on connection loss). */
+    zoo_set_servers_resolution_delay(h->zh, ZKR__RESOLUTION_DELAY_MS);
     if (c->auth_scheme) {
         h->auth_rc = 1; /* asked, no answer yet */
         int rc = zoo_add_auth(h->zh, c->auth_scheme, c->auth_data, c->auth_data_len, auth_done, h);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "recipes/core.h"
+#include "recipes/engine.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
@@ -475,6 +476,110 @@ static void test_listenerless_hold(void)
     zkt_proxy_stop(px);
 }
 
+/* ---- a hold granted while the connection is down ------------------------------------ */
+
+static zkt_proxy_t *grant_px;
+
+static int client_not_connected(void *c)
+{
+    return !zkr_client_is_connected(c);
+}
+
+/* The connection drops between "held" and the hold's first state. */
+static void drop_at_grant(zkr_client_t *c)
+{
+    zkt_proxy_stall(grant_px, 1);
+    zkt_proxy_cut(grant_px);
+    zkt_wait_for(client_not_connected, c, 10000);
+}
+
+typedef struct heard {
+    pthread_mutex_t mu;
+    zkr_hold_state_t s[16];
+    int n;
+} heard_t;
+
+static void heard_fn(zkr_hold_state_t st, const char *node, void *ctx)
+{
+    (void)node;
+    heard_t *h = ctx;
+    pthread_mutex_lock(&h->mu);
+    if (h->n < 16)
+        h->s[h->n++] = st;
+    pthread_mutex_unlock(&h->mu);
+}
+
+static int heard_two(void *ctx)
+{
+    heard_t *h = ctx;
+    pthread_mutex_lock(&h->mu);
+    int n = h->n;
+    pthread_mutex_unlock(&h->mu);
+    return n >= 2;
+}
+
+static void test_grant_while_down(void)
+{
+    static const char *const kinds[] = {"mutex", "read", "write", "lease", "semaphore mutex"};
+    for (int k = 0; k < 5; k++) {
+        grant_px = zkt_proxy_start(server_port());
+        CU_ASSERT_PTR_NOT_NULL_FATAL(grant_px);
+        zkr_client_t *c = client_at(zkt_proxy_hosts(grant_px), SESSION_MS);
+        char path[128];
+        zkt_path("grant-down", path, sizeof path);
+        heard_t h;
+        memset(&h, 0, sizeof h);
+        pthread_mutex_init(&h.mu, NULL);
+        zkr_mutex_t *m = NULL;
+        zkr_rwlock_t *rw = NULL;
+        zkr_semaphore_t *s = NULL;
+        zkr_semaphore_mutex_t *sm = NULL;
+        zkr_lease_t *lease = NULL;
+        int rc = ZKR_EINVAL;
+        zkr__test_grant_pause = drop_at_grant;
+        if (k == 0 && zkr_mutex_new(&m, c, path) == ZKR_OK) {
+            zkr_mutex_set_hold_listener(m, heard_fn, &h);
+            rc = zkr_mutex_acquire(m, 10000);
+        } else if ((k == 1 || k == 2) && zkr_rwlock_new(&rw, c, path) == ZKR_OK) {
+            zkr_rwlock_set_hold_listener(rw, heard_fn, &h);
+            rc = k == 1 ? zkr_rwlock_read_acquire(rw, 10000) : zkr_rwlock_write_acquire(rw, 10000);
+        } else if (k == 3 && zkr_semaphore_new(&s, c, path, 2) == ZKR_OK) {
+            zkr_semaphore_set_hold_listener(s, heard_fn, &h);
+            rc = zkr_semaphore_acquire(s, 10000, &lease);
+        } else if (k == 4 && zkr_semaphore_mutex_new(&sm, c, path) == ZKR_OK) {
+            zkr_semaphore_mutex_set_hold_listener(sm, heard_fn, &h);
+            rc = zkr_semaphore_mutex_acquire(sm, 10000);
+        }
+        zkr__test_grant_pause = NULL;
+        CU_ASSERT_EQUAL(rc, ZKR_OK);
+        /* The hold began in doubt: its listener's first word says so; then
+         * the link comes back on the same session and it is SAFE. */
+        zkt_proxy_stall(grant_px, 0);
+        zkt_proxy_cut(grant_px);
+        CU_ASSERT_TRUE(zkt_wait_for(heard_two, &h, 15000));
+        printf("\n    %s: first told %s, then %s ", kinds[k], zkr_hold_state_name(h.n > 0 ? h.s[0] : 0),
+               zkr_hold_state_name(h.n > 1 ? h.s[1] : 0));
+        CU_ASSERT_EQUAL(h.n > 0 ? h.s[0] : ZKR_HOLD_NONE, ZKR_HOLD_IN_DOUBT);
+        CU_ASSERT_EQUAL(h.n > 1 ? h.s[1] : ZKR_HOLD_NONE, ZKR_HOLD_SAFE);
+        if (m) {
+            CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+        } else if (rw) {
+            CU_ASSERT_EQUAL(k == 1 ? zkr_rwlock_read_release(rw) : zkr_rwlock_write_release(rw), ZKR_OK);
+        } else if (s) {
+            CU_ASSERT_EQUAL(zkr_lease_return(lease), ZKR_OK);
+        } else if (sm) {
+            CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(sm), ZKR_OK);
+        }
+        zkr_mutex_free(m);
+        zkr_rwlock_free(rw);
+        zkr_semaphore_free(s);
+        zkr_semaphore_mutex_free(sm);
+        zkr_client_close(c);
+        zkt_proxy_stop(grant_px);
+        pthread_mutex_destroy(&h.mu);
+    }
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("session core", NULL, NULL);
@@ -486,6 +591,8 @@ static void add_suites(void)
     CU_add_test(s, "background deletes: refusals given up (bounded), connection trouble retried",
                 test_deletes_give_up);
     CU_add_test(s, "a stall right after RECONNECTED: SUSPENDED and LOST on time", test_stall_after_reconnect);
+    CU_add_test(s, "a hold granted while the connection is down: its listener is told, every kind",
+                test_grant_while_down);
     CU_add_test(s, "releases and frees racing zkr_client_close", test_release_racing_close);
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
