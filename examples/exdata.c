@@ -14,25 +14,6 @@ void ex_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static void quiet_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    (void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-zhandle_t *ex_data_connect(const char *prog, const char *hosts)
-{
-    zhandle_t *zh = zookeeper_init(hosts, quiet_watcher, 15000, NULL, NULL, 0);
-    for (int i = 0; zh && i < 300 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
-        ex_sleep_ms(50);
-    if (!zh || zoo_state(zh) != ZOO_CONNECTED_STATE) {
-        fprintf(stderr, "%s: cannot connect to %s\n", prog, hosts);
-        if (zh)
-            zookeeper_close(zh);
-        return NULL;
-    }
-    return zh;
-}
-
 int ex_delete_tree(zhandle_t *zh, const char *path)
 {
     struct String_vector kids = {0, NULL};
@@ -51,6 +32,27 @@ int ex_delete_tree(zhandle_t *zh, const char *path)
         return rc;
     rc = zoo_delete(zh, path, -1);
     return rc == ZNONODE ? ZOK : rc;
+}
+
+int ex_delete_tree_fn(zhandle_t *zh, int64_t session_id, void *path)
+{
+    (void)session_id;
+    ex_delete_tree(zh, path);
+    return ZKR_OK;
+}
+
+zkr_client_t *ex_client_open(const char *prog, const char *hosts)
+{
+    zkr_client_options_t opt;
+    zkr_client_options_init(&opt);
+    opt.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    int rc = zkr_client_open(&c, hosts, &opt);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "%s: zkr_client_open: %s\n", prog, zkr_strerror(rc));
+        return NULL;
+    }
+    return c;
 }
 
 int ex_create_path(zhandle_t *zh, const char *path, const char *data)

@@ -1,23 +1,30 @@
 /* Small helpers the examples share for the plain ZooKeeper data they keep
- * (tickets, accounts, a config): not part of the library. */
+ * (tickets, accounts, a config) on their lock clients' sessions
+ * (zkr_client_with_handle): not part of the library. */
 #ifndef ZKR_EXAMPLES_EXDATA_H
 #define ZKR_EXAMPLES_EXDATA_H
 #include <zookeeper/zookeeper.h>
+#include <zkr/zkr.h>
 
 /* Sleep ms milliseconds. */
 void ex_sleep_ms(int ms);
 
-/* A plain handle connected to hosts (waits up to 15 s); NULL, after a
- * message naming prog, if it could not connect. */
-zhandle_t *ex_data_connect(const char *prog, const char *hosts);
-
-/* Delete path and everything under it; ZOK if it was not there. */
+/* Delete path and everything under it; ZOK if it was not there.  zh: the
+ * handle a zkr_handle_fn was given. */
 int ex_delete_tree(zhandle_t *zh, const char *path);
+
+/* ex_delete_tree(zh, path) as a zkr_handle_fn: ctx is the path; returns
+ * ZKR_OK (the clean-up at the end of a run is best effort). */
+int ex_delete_tree_fn(zhandle_t *zh, int64_t session_id, void *path);
 
 /* Create path holding data (parents made as plain nodes, existing ones
  * kept); returns the ZooKeeper code of creating path itself (ZNODEEXISTS
  * if it was already there). */
 int ex_create_path(zhandle_t *zh, const char *path, const char *data);
+
+/* A lock client on hosts with the default options and the ZooKeeper C
+ * client's log off; NULL after "prog: zkr_client_open: <error>". */
+zkr_client_t *ex_client_open(const char *prog, const char *hosts);
 
 /* ---- command lines -------------------------------------------------------- */
 

@@ -17,7 +17,12 @@
  * writer holds it alone.  At the end the program prints the counts and
  * checks: no torn read, at least one write, readers overlapped, no lock
  * node left behind, and prints "CHECK PASSED: ..." (exit 0) or "CHECK
- * FAILED: ..." (exit 1). */
+ * FAILED: ..." (exit 1).
+ *
+ * The configuration is read and written on the lock client's own session,
+ * inside functions given to zkr_client_with_handle: no second ZooKeeper
+ * session.  A read or a write that fails (for the connection or the session
+ * too) is reported and counted as an error, never as done. */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,7 +47,7 @@ static const char *base = "/zkr-demo/rw-config";
 
 static char config_dir[512], lock_dir[512], path_a[520], path_b[520];
 
-static zhandle_t *data_zh;
+static zkr_client_t *client;
 static zkr_rwlock_t *rw;
 
 static atomic_int stop;
@@ -57,20 +62,99 @@ static atomic_int errors;
 
 /* ---- the data nodes ---------------------------------------------------------- */
 
+/* Every data call runs in a zkr_handle_fn on the client's session.  The
+ * functions return ZKR_OK and leave ZooKeeper's codes in their context, so
+ * that they cannot be mistaken for zkr_client_with_handle's own codes. */
+
 /* Read a node's data as a string.  Returns ZOK or a ZooKeeper error. */
-static int get_text(const char *path, char *buf, int cap)
+static int get_text(zhandle_t *zh, const char *path, char *buf, int cap)
 {
     int len = cap - 1;
-    int rc = zoo_get(data_zh, path, 0, buf, &len, NULL);
+    int rc = zoo_get(zh, path, 0, buf, &len, NULL);
     if (rc != ZOK)
         return rc;
     buf[len < 0 ? 0 : len] = '\0';
     return ZOK;
 }
 
-static int set_text(const char *path, const char *text)
+static int set_text(zhandle_t *zh, const char *path, const char *text)
 {
-    return zoo_set(data_zh, path, text, (int)strlen(text), -1);
+    return zoo_set(zh, path, text, (int)strlen(text), -1);
+}
+
+/* Both halves of the configuration, a pause in between (a writer would
+ * tear the config there), or both written, a pause in between (the two
+ * halves are inconsistent for a while). */
+typedef struct halves {
+    char a[64], b[64];
+    int pause_ms;
+    int za, zb; /* the ZooKeeper codes */
+} halves_t;
+
+static int read_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    halves_t *h = ctx;
+    h->za = get_text(zh, path_a, h->a, sizeof h->a);
+    ex_sleep_ms(h->pause_ms);
+    h->zb = get_text(zh, path_b, h->b, sizeof h->b);
+    return ZKR_OK;
+}
+
+static int write_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    halves_t *h = ctx;
+    h->za = set_text(zh, path_a, h->a);
+    ex_sleep_ms(h->pause_ms);
+    h->zb = set_text(zh, path_b, h->b);
+    return ZKR_OK;
+}
+
+/* Run fn(h) on the client's session; the first ZooKeeper error, or the
+ * library's as ZCLOSING (the client is closing), or ZOK. */
+static int on_session(zkr_handle_fn fn, halves_t *h)
+{
+    h->za = h->zb = ZCLOSING;
+    int rc = zkr_client_with_handle(client, fn, h);
+    if (rc != ZKR_OK)
+        return ZCLOSING;
+    return h->za != ZOK ? h->za : h->zb;
+}
+
+/* A fresh configuration, "generation 0" in both halves; ctx: the int
+ * ZooKeeper code. */
+static int setup_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    int zrc = ex_delete_tree(zh, config_dir);
+    if (zrc == ZOK)
+        zrc = ex_create_path(zh, path_a, "generation 0");
+    if (zrc == ZOK || zrc == ZNODEEXISTS)
+        zrc = ex_create_path(zh, path_b, "generation 0");
+    if (zrc == ZNODEEXISTS)
+        zrc = ZOK;
+    *(int *)ctx = zrc;
+    return ZKR_OK;
+}
+
+/* After the run: the configuration (into h) and how many lock nodes are
+ * left (-1 if unknown); then everything under the base path is deleted. */
+typedef struct final {
+    halves_t h;
+    int left;
+} final_t;
+
+static int final_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    final_t *f = ctx;
+    f->h.pause_ms = 0;
+    read_fn(zh, session_id, &f->h);
+    struct String_vector kids = {0, NULL};
+    int zrc = zoo_get_children(zh, lock_dir, 0, &kids);
+    f->left = zrc == ZOK ? kids.count : (zrc == ZNONODE ? 0 : -1);
+    deallocate_String_vector(&kids);
+    return ZKR_OK;
 }
 
 /* ---- threads ---------------------------------------------------------------------- */
@@ -96,15 +180,13 @@ static void *reader_main(void *arg)
         note_max(&max_readers, atomic_fetch_add(&readers_inside, 1) + 1);
         if (atomic_load(&writers_inside) != 0)
             atomic_fetch_add(&exclusion_violations, 1);
-        char a[64], b[64];
-        int za = get_text(path_a, a, sizeof a);
-        ex_sleep_ms(1 + (int)(rand_r(&seed) % 3)); /* a writer would tear the config here */
-        int zb = get_text(path_b, b, sizeof b);
-        if (za != ZOK || zb != ZOK) {
-            fprintf(stderr, "reader %d: get: %s\n", id, zerror(za != ZOK ? za : zb));
+        halves_t h = {.pause_ms = 1 + (int)(rand_r(&seed) % 3)}; /* a writer would tear the config here */
+        int zrc = on_session(read_fn, &h);
+        if (zrc != ZOK) {
+            fprintf(stderr, "reader %d: get: %s\n", id, zerror(zrc));
             atomic_fetch_add(&errors, 1);
-        } else if (strcmp(a, b) != 0) {
-            fprintf(stderr, "reader %d: TORN config: a=\"%s\" b=\"%s\"\n", id, a, b);
+        } else if (strcmp(h.a, h.b) != 0) {
+            fprintf(stderr, "reader %d: TORN config: a=\"%s\" b=\"%s\"\n", id, h.a, h.b);
             atomic_fetch_add(&torn, 1);
         }
         atomic_fetch_sub(&readers_inside, 1);
@@ -135,16 +217,15 @@ static void *writer_main(void *arg)
             atomic_fetch_add(&exclusion_violations, 1);
         int64_t token = 0;
         zkr_rwlock_write_fencing_token(rw, &token);
-        char text[64];
-        snprintf(text, sizeof text, "generation %d", ++generation);
-        int za = set_text(path_a, text);
-        ex_sleep_ms(5); /* the two halves are inconsistent for a while */
-        int zb = set_text(path_b, text);
-        if (za != ZOK || zb != ZOK) {
-            fprintf(stderr, "writer: set: %s\n", zerror(za != ZOK ? za : zb));
+        halves_t h = {.pause_ms = 5}; /* the two halves are inconsistent for a while */
+        snprintf(h.a, sizeof h.a, "generation %d", ++generation);
+        snprintf(h.b, sizeof h.b, "%s", h.a);
+        int zrc = on_session(write_fn, &h);
+        if (zrc != ZOK) {
+            fprintf(stderr, "writer: set: %s\n", zerror(zrc));
             atomic_fetch_add(&errors, 1);
         } else {
-            printf("writer: wrote \"%s\" (fencing token %lld)\n", text, (long long)token);
+            printf("writer: wrote \"%s\" (fencing token %lld)\n", h.a, (long long)token);
         }
         atomic_fetch_sub(&writers_inside, 1);
         if ((rc = zkr_rwlock_write_release(rw)) != ZKR_OK) {
@@ -205,30 +286,13 @@ int main(int argc, char **argv)
 
     printf("rw_config: %s, %d readers, 1 writer, %d s, config %s/{a,b}\n", hosts, nreaders, seconds, config_dir);
     zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
-    data_zh = ex_data_connect("rw_config", hosts);
-    if (!data_zh)
+    if (!(client = ex_client_open("rw_config", hosts)))
         return 1;
-    int zrc = ex_delete_tree(data_zh, config_dir);
-    if (zrc == ZOK)
-        zrc = ex_create_path(data_zh, path_a, "generation 0");
-    if (zrc == ZOK || zrc == ZNODEEXISTS)
-        zrc = ex_create_path(data_zh, path_b, "generation 0");
-    if (zrc == ZNODEEXISTS)
-        zrc = ZOK;
-    if (zrc != ZOK) {
-        fprintf(stderr, "rw_config: cannot set up %s: %s\n", config_dir, zerror(zrc));
-        zookeeper_close(data_zh);
-        return 1;
-    }
-
-    zkr_client_options_t opt;
-    zkr_client_options_init(&opt);
-    opt.zk_log_level = 0;
-    zkr_client_t *client = NULL;
-    int rc = zkr_client_open(&client, hosts, &opt);
-    if (rc != ZKR_OK) {
-        fprintf(stderr, "rw_config: zkr_client_open: %s\n", zkr_strerror(rc));
-        zookeeper_close(data_zh);
+    int rc, zrc = ZCLOSING;
+    if ((rc = zkr_client_with_handle(client, setup_fn, &zrc)) != ZKR_OK || zrc != ZOK) {
+        fprintf(stderr, "rw_config: cannot set up %s: %s\n", config_dir,
+                rc != ZKR_OK ? zkr_strerror(rc) : zerror(zrc));
+        zkr_client_close(client);
         return 1;
     }
     /* One lock object for every thread: holds are per thread. */
@@ -236,7 +300,6 @@ int main(int argc, char **argv)
     if (rc != ZKR_OK) {
         fprintf(stderr, "rw_config: zkr_rwlock_new: %s\n", zkr_strerror(rc));
         zkr_client_close(client);
-        zookeeper_close(data_zh);
         return 1;
     }
 
@@ -259,20 +322,16 @@ int main(int argc, char **argv)
         pthread_join(wt, NULL);
 
     /* After the run: the configuration is whole, and no lock node is left. */
-    char a[64] = "", b[64] = "";
-    int final_ok = get_text(path_a, a, sizeof a) == ZOK && get_text(path_b, b, sizeof b) == ZOK &&
-                   strcmp(a, b) == 0;
-    struct String_vector kids = {0, NULL};
-    zrc = zoo_get_children(data_zh, lock_dir, 0, &kids);
-    int left = zrc == ZOK ? kids.count : (zrc == ZNONODE ? 0 : -1);
-    deallocate_String_vector(&kids);
+    final_t f = {.h = {.a = "", .b = "", .za = ZCLOSING, .zb = ZCLOSING}, .left = -1};
+    zkr_client_with_handle(client, final_fn, &f); /* on failure f says so */
+    int final_ok = f.h.za == ZOK && f.h.zb == ZOK && strcmp(f.h.a, f.h.b) == 0;
+    int left = f.left;
+    zkr_client_with_handle(client, ex_delete_tree_fn, (void *)base);
 
     zkr_rwlock_free(rw);
     zkr_client_close(client);
-    ex_delete_tree(data_zh, base);
-    zookeeper_close(data_zh);
 
-    printf("final config: a=\"%s\" b=\"%s\"\n", a, b);
+    printf("final config: a=\"%s\" b=\"%s\"\n", f.h.a, f.h.b);
     printf("reads: %d, writes: %d, max concurrent readers: %d, torn reads: %d, "
            "exclusion violations: %d, errors: %d, lock nodes left: %d\n",
            atomic_load(&reads), atomic_load(&writes), atomic_load(&max_readers), atomic_load(&torn),

@@ -13,12 +13,19 @@
  *   <path>/lock          the distributed lock every seller takes
  *
  * Each seller: take the lock; read the counter; if tickets are left, create
- * sold/ticket-(counter+1) and write counter+1 (with the version it read);
- * release.  A second sale of the same ticket would fail to create its node,
- * and a write by anyone else in between would fail the version check: both
- * are counted as oversells.  At the end the program checks that exactly T
- * distinct tickets were sold, none twice, and prints "CHECK PASSED: ..." (exit
- * 0) or "CHECK FAILED: ..." (exit 1). */
+ * sold/ticket-(counter+1) and write counter+1 (with the version it read),
+ * both in one transaction; release.  A second sale of the same ticket would
+ * fail to create its node, and a write by anyone else in between would fail
+ * the version check: both are counted as oversells.  At the end the program
+ * checks that exactly T distinct tickets were sold, none twice, and prints
+ * "CHECK PASSED: ..." (exit 0) or "CHECK FAILED: ..." (exit 1).
+ *
+ * The data calls run on the lock client's own session, inside functions
+ * given to zkr_client_with_handle: no second ZooKeeper session.  A sale
+ * that fails for the connection or the session is tried again once the
+ * client is connected (after LOST, on its new session); if the outcome of
+ * its transaction is unknown, the next try first reads back whether the
+ * ticket was sold, so that a sale is counted once and only if it was made. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -49,7 +56,6 @@ static config_t cfg = {NULL, 30, 1, 100, "/zkr-demo/tickets", 0};
 static char counter_path[512], sold_path[512], lock_path[512];
 
 /* Per process. */
-static zhandle_t *data_zh;
 static zkr_client_t *client;
 static zkr_mutex_t *shared_mutex;
 static atomic_int inside;
@@ -58,21 +64,63 @@ static atomic_int sold_here;
 
 /* ---- the ZooKeeper data the tickets live in ------------------------------- */
 
-/* A fresh stock: counter 0, no ticket sold. */
-static int reset_stock(void)
+/* Every data call runs in a zkr_handle_fn on the client's session.  The
+ * functions return ZKR_OK and leave ZooKeeper's code in their context, so
+ * that it cannot be mistaken for zkr_client_with_handle's own ZKR_ECLOSED. */
+
+/* The connection or the session failed: the call may be tried again once
+ * the client is connected (a write's outcome may be unknown). */
+static int zk_retryable(int zrc)
 {
-    int rc = ex_delete_tree(data_zh, cfg.path);
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZSESSIONEXPIRED ||
+           zrc == ZSESSIONMOVED || zrc == ZINVALIDSTATE || zrc == ZCLOSING;
+}
+
+static zkr_client_t *open_client(void)
+{
+    zkr_client_options_t opt;
+    zkr_client_options_init(&opt);
+    opt.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    int rc = zkr_client_open(&c, cfg.hosts, &opt);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "ticket_seller: open %s: %s\n", cfg.hosts, zkr_strerror(rc));
+        return NULL;
+    }
+    return c;
+}
+
+/* A fresh stock: counter 0, no ticket sold.  ctx: the int ZooKeeper code. */
+static int reset_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    int rc = ex_delete_tree(zh, cfg.path);
     if (rc == ZOK)
-        rc = ex_create_path(data_zh, cfg.path, "");
+        rc = ex_create_path(zh, cfg.path, "");
     if (rc == ZNODEEXISTS)
         rc = ZOK;
     if (rc == ZOK)
-        rc = zoo_create(data_zh, counter_path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+        rc = zoo_create(zh, counter_path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     if (rc == ZOK)
-        rc = zoo_create(data_zh, sold_path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    if (rc != ZOK)
-        fprintf(stderr, "ticket_seller: cannot set up %s: %s\n", cfg.path, zerror(rc));
-    return rc;
+        rc = zoo_create(zh, sold_path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    *(int *)ctx = rc;
+    return ZKR_OK;
+}
+
+/* Run fn(ctx) on a client opened and closed here (the set-up and the
+ * final check, outside the sellers' sessions).  0, or 1 after a message. */
+static int with_own_client(zkr_handle_fn fn, void *ctx)
+{
+    zkr_client_t *c = open_client();
+    if (!c)
+        return 1;
+    int rc = zkr_client_with_handle(c, fn, ctx);
+    zkr_client_close(c);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "ticket_seller: %s\n", zkr_strerror(rc));
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- selling ------------------------------------------------------------------ */
@@ -83,6 +131,11 @@ typedef struct seller {
     int sold;
     int failed;
     zkr_semaphore_mutex_t *smutex;
+    /* A sale whose transaction's outcome is unknown (the connection failed
+     * under it): its ticket (0: none), what it wrote and its token. */
+    int pending;
+    char pending_who[128];
+    int64_t pending_token;
 } seller_t;
 
 static int lock_acquire(seller_t *s)
@@ -109,10 +162,98 @@ static int64_t lock_token(seller_t *s)
     return t;
 }
 
-/* Sell one ticket under the lock.  Returns 1 sold, 0 none left, -1 error. */
+enum { SOLD, NONE_LEFT, OVERSOLD_TICKET, OVERSOLD_COUNTER, FAILED };
+
+/* One sale, made by sale_fn under the lock. */
+typedef struct sale {
+    seller_t *s;
+    int64_t token;   /* in: the lock's fencing token */
+    int outcome;     /* out: SOLD ... FAILED */
+    int ticket;      /* out: the ticket sold or tried */
+    const char *op;  /* out, FAILED: the call that failed */
+    char node[600];  /* out: the ticket's node */
+    int zrc;         /* out, FAILED: its ZooKeeper code */
+} sale_t;
+
+static void ticket_node(char *node, size_t cap, int ticket)
+{
+    snprintf(node, cap, "%s/ticket-%04d", sold_path, ticket);
+}
+
+/* The sale itself, on the client's session (a zkr_handle_fn). */
+static int sale_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    sale_t *sale = ctx;
+    seller_t *s = sale->s;
+    sale->outcome = FAILED;
+    if (s->pending) {
+        /* An earlier try may have sold its ticket: it did if the ticket's
+         * node holds what it wrote (its transaction was all or nothing). */
+        char data[128];
+        int len = (int)sizeof data;
+        ticket_node(sale->node, sizeof sale->node, s->pending);
+        sale->ticket = s->pending;
+        sale->op = "check ticket";
+        sale->zrc = zoo_get(zh, sale->node, 0, data, &len, NULL);
+        if (sale->zrc != ZOK && sale->zrc != ZNONODE)
+            return ZKR_OK;
+        s->pending = 0;
+        if (sale->zrc == ZOK && len == (int)strlen(s->pending_who) && memcmp(data, s->pending_who, (size_t)len) == 0) {
+            sale->token = s->pending_token;
+            sale->outcome = SOLD;
+            return ZKR_OK;
+        }
+        sale->ticket = 0; /* not sold by that try: sell as usual */
+    }
+    char buf[32];
+    int len = (int)sizeof buf - 1;
+    struct Stat st;
+    sale->op = "read counter";
+    sale->zrc = zoo_get(zh, counter_path, 0, buf, &len, &st);
+    if (sale->zrc != ZOK)
+        return ZKR_OK;
+    buf[len < 0 ? 0 : len] = '\0';
+    int sold = atoi(buf);
+    if (sold >= cfg.tickets) {
+        sale->outcome = NONE_LEFT;
+        return ZKR_OK;
+    }
+    sale->ticket = sold + 1;
+    ticket_node(sale->node, sizeof sale->node, sale->ticket);
+    char who[128];
+    int wl = snprintf(who, sizeof who, "seller %d.%02d pid %d token %lld", s->proc, s->id, (int)getpid(),
+                      (long long)sale->token);
+    int nl = snprintf(buf, sizeof buf, "%d", sale->ticket);
+    zoo_op_t ops[2];
+    zoo_op_result_t results[2];
+    zoo_create_op_init(&ops[0], sale->node, who, wl, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_set_op_init(&ops[1], counter_path, buf, nl, st.version, NULL);
+    sale->op = "sell";
+    sale->zrc = zoo_multi(zh, 2, ops, results);
+    if (sale->zrc == ZOK)
+        sale->outcome = SOLD;
+    else if (sale->zrc == ZNODEEXISTS)
+        sale->outcome = OVERSOLD_TICKET;
+    else if (sale->zrc == ZBADVERSION)
+        sale->outcome = OVERSOLD_COUNTER;
+    else if (zk_retryable(sale->zrc)) {
+        s->pending = sale->ticket; /* sold or not: the next try finds out */
+        snprintf(s->pending_who, sizeof s->pending_who, "%s", who);
+        s->pending_token = sale->token;
+    }
+    return ZKR_OK;
+}
+
+#define RETRY 2
+
+/* Sell one ticket under the lock.  Returns 1 sold, 0 none left, RETRY
+ * (the connection or the session failed: nothing counted), -1 error. */
 static int sell_one(seller_t *s)
 {
     int rc = lock_acquire(s);
+    if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST)
+        return RETRY;
     if (rc != ZKR_OK) {
         fprintf(stderr, "seller %d.%02d: acquire: %s\n", s->proc, s->id, zkr_strerror(rc));
         return -1;
@@ -121,54 +262,38 @@ static int sell_one(seller_t *s)
         fprintf(stderr, "seller %d.%02d: another seller of this process is inside!\n", s->proc, s->id);
         atomic_fetch_add(&violations, 1);
     }
-    int result = 0;
-    char buf[32];
-    int len = (int)sizeof buf - 1;
-    struct Stat st;
-    int zrc = zoo_get(data_zh, counter_path, 0, buf, &len, &st);
-    if (zrc != ZOK || len < 0) {
-        fprintf(stderr, "seller %d.%02d: read counter: %s\n", s->proc, s->id, zerror(zrc));
-        result = -1;
+    int result = -1;
+    sale_t sale = {.s = s, .token = lock_token(s)};
+    rc = zkr_client_with_handle(client, sale_fn, &sale);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "seller %d.%02d: %s\n", s->proc, s->id, zkr_strerror(rc));
     } else {
-        buf[len] = '\0';
-        int sold = atoi(buf);
-        if (sold < cfg.tickets) {
-            int ticket = sold + 1;
-            int64_t token = lock_token(s);
-            char node[600], who[128];
-            snprintf(node, sizeof node, "%s/ticket-%04d", sold_path, ticket);
-            int wl = snprintf(who, sizeof who, "seller %d.%02d pid %d token %lld", s->proc, s->id,
-                              (int)getpid(), (long long)token);
-            zrc = zoo_create(data_zh, node, who, wl, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-            if (zrc == ZNODEEXISTS) {
-                fprintf(stderr, "OVERSOLD: ticket %d sold twice (seller %d.%02d)\n", ticket, s->proc, s->id);
-                atomic_fetch_add(&violations, 1);
-                result = -1;
-            } else if (zrc != ZOK) {
-                fprintf(stderr, "seller %d.%02d: create %s: %s\n", s->proc, s->id, node, zerror(zrc));
-                result = -1;
-            } else {
-                int nl = snprintf(buf, sizeof buf, "%d", ticket);
-                zrc = zoo_set(data_zh, counter_path, buf, nl, st.version);
-                if (zrc == ZBADVERSION) {
-                    fprintf(stderr, "OVERSOLD: counter changed under the lock (seller %d.%02d)\n", s->proc,
-                            s->id);
-                    atomic_fetch_add(&violations, 1);
-                    result = -1;
-                } else if (zrc != ZOK) {
-                    fprintf(stderr, "seller %d.%02d: write counter: %s\n", s->proc, s->id, zerror(zrc));
-                    result = -1;
-                } else {
-                    printf("ticket %4d sold by seller %d.%02d (fencing token %lld)\n", ticket, s->proc, s->id,
-                           (long long)token);
-                    result = 1;
-                }
-            }
+        switch (sale.outcome) {
+        case SOLD:
+            printf("ticket %4d sold by seller %d.%02d (fencing token %lld)\n", sale.ticket, s->proc, s->id,
+                   (long long)sale.token);
+            result = 1;
+            break;
+        case NONE_LEFT: result = 0; break;
+        case OVERSOLD_TICKET:
+            fprintf(stderr, "OVERSOLD: ticket %d sold twice (seller %d.%02d)\n", sale.ticket, s->proc, s->id);
+            atomic_fetch_add(&violations, 1);
+            break;
+        case OVERSOLD_COUNTER:
+            fprintf(stderr, "OVERSOLD: counter changed under the lock (seller %d.%02d)\n", s->proc, s->id);
+            atomic_fetch_add(&violations, 1);
+            break;
+        default:
+            fprintf(stderr, "seller %d.%02d: %s%s%s: %s%s\n", s->proc, s->id, sale.op, sale.ticket ? " " : "",
+                    sale.ticket ? sale.node : "", zerror(sale.zrc), zk_retryable(sale.zrc) ? " (trying again)" : "");
+            if (zk_retryable(sale.zrc))
+                result = RETRY;
+            break;
         }
     }
     atomic_fetch_sub(&inside, 1);
     rc = lock_release(s);
-    if (rc != ZKR_OK) {
+    if (rc != ZKR_OK && !(result == RETRY && rc == ZKR_ELOST)) {
         fprintf(stderr, "seller %d.%02d: release: %s\n", s->proc, s->id, zkr_strerror(rc));
         result = -1;
     }
@@ -182,8 +307,22 @@ static void *seller_main(void *arg)
         s->failed = 1;
         return NULL;
     }
+    int tries = 0;
     for (;;) {
         int r = sell_one(s);
+        if (r == RETRY) {
+            /* Once connected again (after LOST: on the client's new
+             * session), a bounded number of times in a row. */
+            int rc = ++tries > 20 ? ZKR_ETIMEDOUT : zkr_client_wait_connected(client, 60000);
+            if (rc != ZKR_OK) {
+                fprintf(stderr, "seller %d.%02d: giving up: %s\n", s->proc, s->id, zkr_strerror(rc));
+                s->failed = 1;
+                break;
+            }
+            ex_sleep_ms(100);
+            continue;
+        }
+        tries = 0;
         if (r < 0) {
             s->failed = 1;
             break;
@@ -201,18 +340,8 @@ static void *seller_main(void *arg)
  * process exit status. */
 static int run_sellers(int proc)
 {
-    zkr_client_options_t opt;
-    zkr_client_options_init(&opt);
-    opt.zk_log_level = 0;
-    int rc = zkr_client_open(&client, cfg.hosts, &opt);
-    if (rc != ZKR_OK) {
-        fprintf(stderr, "ticket_seller: open %s: %s\n", cfg.hosts, zkr_strerror(rc));
+    if (!(client = open_client()))
         return 2;
-    }
-    if (!data_zh && !(data_zh = ex_data_connect("ticket_seller", cfg.hosts))) {
-        zkr_client_close(client);
-        return 2;
-    }
     if (!cfg.semaphore_mutex && zkr_mutex_new(&shared_mutex, client, lock_path) != ZKR_OK) {
         zkr_client_close(client);
         return 2;
@@ -259,10 +388,10 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int final_check(void)
+static int final_check(zhandle_t *zh)
 {
     struct String_vector kids = {0, NULL};
-    int zrc = zoo_get_children(data_zh, sold_path, 0, &kids);
+    int zrc = zoo_get_children(zh, sold_path, 0, &kids);
     if (zrc != ZOK) {
         fprintf(stderr, "check: list %s: %s\n", sold_path, zerror(zrc));
         return 1;
@@ -285,7 +414,7 @@ static int final_check(void)
     deallocate_String_vector(&kids);
     char buf[32];
     int len = (int)sizeof buf - 1;
-    zrc = zoo_get(data_zh, counter_path, 0, buf, &len, NULL);
+    zrc = zoo_get(zh, counter_path, 0, buf, &len, NULL);
     if (zrc != ZOK || len < 0) {
         fprintf(stderr, "check: read counter: %s\n", zerror(zrc));
         return 1;
@@ -306,7 +435,7 @@ static int final_check(void)
         char dir[600];
         snprintf(dir, sizeof dir, "%s%s", lock_path, dirs[d]);
         struct String_vector lk = {0, NULL};
-        zrc = zoo_get_children(data_zh, dir, 0, &lk);
+        zrc = zoo_get_children(zh, dir, 0, &lk);
         if (zrc == ZOK) {
             if (lk.count != 0) {
                 fprintf(stderr, "check: %d lock nodes left under %s\n", lk.count, dir);
@@ -316,6 +445,15 @@ static int final_check(void)
         }
     }
     return ok ? 0 : 1;
+}
+
+/* final_check on the session of a client (a zkr_handle_fn); ctx: its int
+ * result. */
+static int check_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    *(int *)ctx = final_check(zh);
+    return ZKR_OK;
 }
 
 static const char usage_text[] =
@@ -373,9 +511,13 @@ int main(int argc, char **argv)
     snprintf(sold_path, sizeof sold_path, "%s/sold", cfg.path);
     snprintf(lock_path, sizeof lock_path, "%s/lock", cfg.path);
 
-    data_zh = ex_data_connect("ticket_seller", cfg.hosts);
-    if (!data_zh || reset_stock() != ZOK)
+    int zrc = ZOK;
+    if (with_own_client(reset_fn, &zrc) != 0)
         return 2;
+    if (zrc != ZOK) {
+        fprintf(stderr, "ticket_seller: cannot set up %s: %s\n", cfg.path, zerror(zrc));
+        return 2;
+    }
     printf("selling %d tickets with %d process(es) x %d seller threads, lock %s (%s)\n", cfg.tickets, cfg.procs,
            cfg.threads, lock_path, cfg.semaphore_mutex ? "non-reentrant semaphore mutex" : "reentrant mutex");
 
@@ -384,9 +526,7 @@ int main(int argc, char **argv)
         status = run_sellers(1);
     } else {
         /* Children open their own connections: fork before any ZooKeeper
-         * thread exists in them. */
-        zookeeper_close(data_zh);
-        data_zh = NULL;
+         * thread exists in them (the set-up's client is closed). */
         pid_t *pids = calloc((size_t)cfg.procs, sizeof *pids);
         if (!pids)
             return 2;
@@ -407,12 +547,10 @@ int main(int argc, char **argv)
             }
         }
         free(pids);
-        data_zh = ex_data_connect("ticket_seller", cfg.hosts);
-        if (!data_zh)
-            return 2;
     }
-    int check = final_check();
-    zookeeper_close(data_zh);
+    int check = 1;
+    if (with_own_client(check_fn, &check) != 0)
+        check = 1;
     char what[128];
     snprintf(what, sizeof what, "exactly %d distinct tickets sold, none twice, no lock node left", cfg.tickets);
     return ex_check(status == 0 && check == 0, what);

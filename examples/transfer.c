@@ -17,11 +17,17 @@
  * mutexes, in one global order (sorted by lock path, so that two transfers
  * in opposite directions cannot deadlock), with a timeout; then reads both
  * balances, moves the money if the source can afford it, and writes both
- * back with the versions it read (a write by anyone else in between would
- * be caught).  At the end the program checks: the total is unchanged, no
- * balance is negative, no lock node is left, and no two transfers ever held
- * the same account at once, and prints "CHECK PASSED: ..." (exit 0) or
- * "CHECK FAILED: ..." (exit 1). */
+ * back with the versions it read, in one transaction (a write by anyone
+ * else in between would be caught).  At the end the program checks: the
+ * total is unchanged, no balance is negative, no lock node is left, and no
+ * two transfers ever held the same account at once, and prints "CHECK
+ * PASSED: ..." (exit 0) or "CHECK FAILED: ..." (exit 1).
+ *
+ * The balances are read and written on each teller's own lock session,
+ * inside functions given to zkr_client_with_handle: no second ZooKeeper
+ * session.  A transfer whose calls fail (for the connection or the session
+ * too) is reported and counted as an error, never as made; its transaction
+ * never leaves it half done. */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -50,7 +56,8 @@ static const char *base = "/zkr-demo/bank";
 static char acct_path[MAX_ACCOUNTS][256];
 static char lock_path[MAX_ACCOUNTS][256];
 
-static zhandle_t *data_zh;
+/* The set-up and the final checks' own client. */
+static zkr_client_t *bank;
 
 /* In-process witness: an account held by two transfers at once. */
 static atomic_int busy[MAX_ACCOUNTS];
@@ -60,13 +67,17 @@ static atomic_llong moved;
 
 /* ---- the data nodes ------------------------------------------------------------ */
 
+/* Every data call runs in a zkr_handle_fn on a client's session.  The
+ * functions return ZKR_OK and leave ZooKeeper's codes in their context, so
+ * that they cannot be mistaken for zkr_client_with_handle's own codes. */
+
 /* Balance of account i and the version it was read at. */
-static int get_balance(int i, long *balance, int *version)
+static int get_balance(zhandle_t *zh, int i, long *balance, int *version)
 {
     char buf[32];
     int len = (int)sizeof buf - 1;
     struct Stat st;
-    int rc = zoo_get(data_zh, acct_path[i], 0, buf, &len, &st);
+    int rc = zoo_get(zh, acct_path[i], 0, buf, &len, &st);
     if (rc != ZOK)
         return rc;
     buf[len < 0 ? 0 : len] = '\0';
@@ -76,11 +87,17 @@ static int get_balance(int i, long *balance, int *version)
     return ZOK;
 }
 
-static int set_balance(int i, long balance, int version)
+/* Both new balances, each with the version it was read at, in one
+ * transaction: all or nothing, even if the connection fails under it. */
+static int set_balances(zhandle_t *zh, int from, long bf, int vf, int to, long bt, int vt)
 {
-    char buf[32];
-    int len = snprintf(buf, sizeof buf, "%ld", balance);
-    return zoo_set(data_zh, acct_path[i], buf, len, version);
+    char buf[2][32];
+    int len[2] = {snprintf(buf[0], sizeof buf[0], "%ld", bf), snprintf(buf[1], sizeof buf[1], "%ld", bt)};
+    zoo_op_t ops[2];
+    zoo_op_result_t results[2];
+    zoo_set_op_init(&ops[0], acct_path[from], buf[0], len[0], vf, NULL);
+    zoo_set_op_init(&ops[1], acct_path[to], buf[1], len[1], vt, NULL);
+    return zoo_multi(zh, 2, ops, results);
 }
 
 /* ---- transfers ------------------------------------------------------------------------ */
@@ -93,35 +110,58 @@ typedef struct teller {
     int made, skipped, timeouts;
 } teller_t;
 
-/* Move `amount` from account `from` to `to`, both held.  Returns 1 moved,
- * 0 not enough money, -1 error. */
-static int move_money(teller_t *t, int from, int to, long amount)
+/* One move of money, made by move_fn on the teller's session. */
+typedef struct move {
+    const teller_t *t;
+    int from, to;
+    long amount;
+    int result; /* out: 1 moved, 0 not enough money, -1 error */
+} move_t;
+
+/* Move `amount` from account `from` to `to`, both held (a zkr_handle_fn). */
+static int move_fn(zhandle_t *zh, int64_t session_id, void *ctx)
 {
+    (void)session_id;
+    move_t *m = ctx;
     long bf, bt;
     int vf, vt;
-    int rc = get_balance(from, &bf, &vf);
+    m->result = -1;
+    int rc = get_balance(zh, m->from, &bf, &vf);
     if (rc == ZOK)
-        rc = get_balance(to, &bt, &vt);
+        rc = get_balance(zh, m->to, &bt, &vt);
     if (rc != ZOK) {
-        fprintf(stderr, "teller %d: get: %s\n", t->id, zerror(rc));
-        return -1;
+        fprintf(stderr, "teller %d: get: %s\n", m->t->id, zerror(rc));
+        return ZKR_OK;
     }
-    if (bf < amount)
-        return 0;
+    if (bf < m->amount) {
+        m->result = 0;
+        return ZKR_OK;
+    }
     /* Version checks: under the locks nobody else may write in between. */
-    rc = set_balance(from, bf - amount, vf);
-    if (rc == ZOK)
-        rc = set_balance(to, bt + amount, vt);
+    rc = set_balances(zh, m->from, bf - m->amount, vf, m->to, bt + m->amount, vt);
     if (rc == ZBADVERSION) {
-        fprintf(stderr, "teller %d: VIOLATION: a balance changed under our lock\n", t->id);
+        fprintf(stderr, "teller %d: VIOLATION: a balance changed under our lock\n", m->t->id);
         atomic_fetch_add(&violations, 1);
-        return -1;
+        return ZKR_OK;
     }
     if (rc != ZOK) {
-        fprintf(stderr, "teller %d: set: %s\n", t->id, zerror(rc));
+        fprintf(stderr, "teller %d: set: %s\n", m->t->id, zerror(rc));
+        return ZKR_OK;
+    }
+    m->result = 1;
+    return ZKR_OK;
+}
+
+/* Returns 1 moved, 0 not enough money, -1 error. */
+static int move_money(teller_t *t, int from, int to, long amount)
+{
+    move_t m = {t, from, to, amount, -1};
+    int rc = zkr_client_with_handle(t->client, move_fn, &m);
+    if (rc != ZKR_OK) {
+        fprintf(stderr, "teller %d: %s\n", t->id, zkr_strerror(rc));
         return -1;
     }
-    return 1;
+    return m.result;
 }
 
 static int one_transfer(teller_t *t)
@@ -223,6 +263,56 @@ static void teller_close(teller_t *t)
     zkr_client_close(t->client);
 }
 
+/* ---- set-up and checks ------------------------------------------------------------------ */
+
+/* Fresh accounts of INITIAL_BALANCE each; ctx: the int ZooKeeper code. */
+static int setup_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    int zrc = ex_delete_tree(zh, base);
+    char initial[32];
+    snprintf(initial, sizeof initial, "%d", INITIAL_BALANCE);
+    for (int a = 0; a < naccounts && zrc == ZOK; a++)
+        zrc = ex_create_path(zh, acct_path[a], initial);
+    *(int *)ctx = zrc;
+    return ZKR_OK;
+}
+
+typedef struct check {
+    long long total;
+    int negative, unreadable, lock_nodes;
+} check_t;
+
+/* The balances (printed) and the lock nodes left. */
+static int check_fn(zhandle_t *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    check_t *ck = ctx;
+    printf("balances:");
+    for (int a = 0; a < naccounts; a++) {
+        long b = 0;
+        if (get_balance(zh, a, &b, NULL) != ZOK) {
+            ck->unreadable++;
+            continue;
+        }
+        printf(" %ld", b);
+        ck->total += b;
+        if (b < 0)
+            ck->negative++;
+    }
+    printf("\n");
+    for (int a = 0; a < naccounts; a++) {
+        struct String_vector kids = {0, NULL};
+        int zrc = zoo_get_children(zh, lock_path[a], 0, &kids);
+        if (zrc == ZOK)
+            ck->lock_nodes += kids.count;
+        else if (zrc != ZNONODE)
+            ck->unreadable++;
+        deallocate_String_vector(&kids);
+    }
+    return ZKR_OK;
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 static const char usage_text[] =
@@ -275,17 +365,12 @@ int main(int argc, char **argv)
            nthreads, ntransfers);
 
     zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
-    data_zh = ex_data_connect("transfer", hosts);
-    if (!data_zh)
+    if (!(bank = ex_client_open("transfer", hosts)))
         return 1;
-    int zrc = ex_delete_tree(data_zh, base);
-    char initial[32];
-    snprintf(initial, sizeof initial, "%d", INITIAL_BALANCE);
-    for (int a = 0; a < naccounts && zrc == ZOK; a++)
-        zrc = ex_create_path(data_zh, acct_path[a], initial);
-    if (zrc != ZOK) {
-        fprintf(stderr, "transfer: cannot set up %s: %s\n", base, zerror(zrc));
-        zookeeper_close(data_zh);
+    int rc, zrc = ZCLOSING;
+    if ((rc = zkr_client_with_handle(bank, setup_fn, &zrc)) != ZKR_OK || zrc != ZOK) {
+        fprintf(stderr, "transfer: cannot set up %s: %s\n", base, rc != ZKR_OK ? zkr_strerror(rc) : zerror(zrc));
+        zkr_client_close(bank);
         return 1;
     }
     long long total_before = (long long)naccounts * INITIAL_BALANCE;
@@ -309,38 +394,18 @@ int main(int argc, char **argv)
         pthread_join(th[k], NULL);
 
     /* The checks, on the server. */
-    long long total = 0;
-    int negative = 0, unreadable = 0;
-    printf("balances:");
-    for (int a = 0; a < naccounts; a++) {
-        long b = 0;
-        if (get_balance(a, &b, NULL) != ZOK) {
-            unreadable++;
-            continue;
-        }
-        printf(" %ld", b);
-        total += b;
-        if (b < 0)
-            negative++;
-    }
-    printf("\n");
-    int lock_nodes = 0;
-    for (int a = 0; a < naccounts; a++) {
-        struct String_vector kids = {0, NULL};
-        zrc = zoo_get_children(data_zh, lock_path[a], 0, &kids);
-        if (zrc == ZOK)
-            lock_nodes += kids.count;
-        else if (zrc != ZNONODE)
-            unreadable++;
-        deallocate_String_vector(&kids);
-    }
+    check_t ck = {0, 0, 0, 0};
+    if (zkr_client_with_handle(bank, check_fn, &ck) != ZKR_OK)
+        ck.unreadable++;
     for (int k = 0; k < opened; k++) {
         printf("teller %d: %d transfers, %d skipped (not enough money), %d timeouts\n", tellers[k].id,
                tellers[k].made, tellers[k].skipped, tellers[k].timeouts);
         teller_close(&tellers[k]);
     }
-    ex_delete_tree(data_zh, base);
-    zookeeper_close(data_zh);
+    zkr_client_with_handle(bank, ex_delete_tree_fn, (void *)base);
+    zkr_client_close(bank);
+    long long total = ck.total;
+    int negative = ck.negative, unreadable = ck.unreadable, lock_nodes = ck.lock_nodes;
 
     printf("transfers: %d (moved %lld in all), skipped: %d, timeouts: %d, errors: %d, violations: %d\n",
            atomic_load(&done_transfers), (long long)atomic_load(&moved), atomic_load(&skipped),
