@@ -975,6 +975,26 @@ static void test_be32(void)
     zkr__be32_put(NULL, 5); /* no crash */
 }
 
+static void test_count_parse(void)
+{
+    const char four[4] = {'\x80', 0, 0, 0};
+    const char eight[8] = {0, 0, 0, 5, 0, 0, 0, 0};
+    int32_t v = 7;
+
+    CU_ASSERT_EQUAL(zkr__count_parse(four, 4, &v), 0);
+    CU_ASSERT_EQUAL(v, INT32_MIN);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 4, &v), 0);
+    CU_ASSERT_EQUAL(v, 5);
+    v = 7;
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 8, &v), -1); /* 8 or more bytes */
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 3, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 0, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, -1, &v), -1); /* no data */
+    CU_ASSERT_EQUAL(zkr__count_parse(NULL, 4, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(four, 4, NULL), -1);
+    CU_ASSERT_EQUAL(v, 7); /* untouched on refusal */
+}
+
 /* ---- runner ----------------------------------------------------------- */
 
 struct test_def {
@@ -1034,6 +1054,7 @@ int main(void)
         { "copy/find/find_prefix/free", test_strvec },
         { "edge cases", test_strvec_edge },
         { "be32", test_be32 },
+        { "count_parse", test_count_parse },
     };
     unsigned failures, suites_failed, tests_failed;
 

@@ -95,4 +95,10 @@ long zkr__strvec_find_prefix(const zkr__strvec_t *sv, const char *prefix);
 int32_t zkr__be32_get(const unsigned char b[4]);
 void zkr__be32_put(unsigned char b[4], int32_t v);
 
+/* The shared count node's data as zoo_get left it in buf: len is what the
+ * client reported (-1 for a node without data, at most the buffer's size).
+ * A count is exactly 4 bytes, big-endian signed (Curator's SharedCount).
+ * Returns 0 with *out set, or -1 (bad data, or NULL arguments). */
+int zkr__count_parse(const char *buf, int len, int32_t *out);
+
 #endif
