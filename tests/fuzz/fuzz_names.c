@@ -16,7 +16,9 @@
  * zkr__sort_children with both keys: same names out as in, non-decreasing by
  * the comparator, equal keys in listing order (stable), a NULL entry refused
  * with the input untouched; for Curator-shaped names the order is the
- * sequence's (negatives first); zkr__strvec_copy / find / find_prefix and
+ * sequence's (negatives first); zkr__downgrade_name (the writer's sequence
+ * parsed out of its node path: exact bytes, bounds, and it sorts where the
+ * writer stands); zkr__strvec_copy / find / find_prefix and
  * zkr__is_protected_for against linear references. */
 #include "tests/fuzz/fuzz.h"
 #include "util/util.h"
@@ -153,6 +155,35 @@ static void check_keys(const char *name, const char *marker)
                    memcmp(k - strlen(marker), marker, strlen(marker)) == 0);
 }
 
+/* The downgrade read node made from a writer's node path: exact bytes,
+ * refused without "__WRIT__" or when it does not fit out[len] (an exactly
+ * sized buffer: a write past it is an ASan error); it sorts where the writer
+ * stands whenever the writer's sequence text holds no "__READ__". */
+static void check_downgrade(const char *write_path, size_t len)
+{
+    static const char uuid[] = "3f2a9c1e-5b7d-4e21-9a3c-0d1e2f3a4b5c";
+    const char *seq = ref_key(write_path, WRITE_MARKER);
+    size_t need = 3 + ZKR__UUID_LEN + 1 + strlen(READ_MARKER) + strlen(seq) + 1;
+    char *out = malloc(len > 0 ? len : 1);
+    int rc;
+
+    FUZZ_CHECK(out != NULL);
+    rc = zkr__downgrade_name(write_path, uuid, out, len);
+    if (strstr(write_path, WRITE_MARKER) == NULL || len < need) {
+        FUZZ_CHECK(rc == -1);
+    } else {
+        FUZZ_CHECK(rc == 0);
+        FUZZ_CHECK(strlen(out) == need - 1);
+        FUZZ_CHECK(memcmp(out, "_c_", 3) == 0 && memcmp(out + 3, uuid, ZKR__UUID_LEN) == 0);
+        FUZZ_CHECK(strncmp(out + 3 + ZKR__UUID_LEN, "-" READ_MARKER, 9) == 0);
+        FUZZ_CHECK(strcmp(out + 3 + ZKR__UUID_LEN + 9, seq) == 0);
+        FUZZ_CHECK(zkr__is_protected_for(out, uuid) == 1);
+        if (strstr(seq, READ_MARKER) == NULL)
+            FUZZ_CHECK(strcmp(zkr__rw_sort_key(out), ref_rw_key(write_path, NULL)) == 0);
+    }
+    free(out);
+}
+
 /* copy, find and find_prefix against linear scans, over the order given */
 static void check_strvec(char **names, size_t n, const uint8_t *data, size_t size)
 {
@@ -245,6 +276,12 @@ static void raw_names(const uint8_t *data, size_t size)
     }
     for (i = 0; i < n; i++)
         check_keys(names[i], marker);
+    for (i = 0; i < n && i < MAX_PROBES; i++) {
+        size_t full = 3 + ZKR__UUID_LEN + 1 + strlen(READ_MARKER) + strlen(ref_key(names[i], WRITE_MARKER)) + 1;
+        check_downgrade(names[i], full);                    /* just fits */
+        check_downgrade(names[i], full - 1);                /* one short */
+        check_downgrade(names[i], data[i % size] % (full + 1)); /* any size */
+    }
     if (n > 0) {
         idx = malloc(n * sizeof *idx);
         FUZZ_CHECK(idx != NULL);
@@ -329,6 +366,16 @@ static void curator_names(const uint8_t *data, size_t size)
         r[i].text = r[i].marked ? names[i] + len - strlen(seqtext) : names[i];
         if (!(kind & 0x80))
             FUZZ_CHECK(zkr__is_protected_for(names[i], r[i].uuid) == 1);
+        if (family >= 2 && r[i].marked && !(kind & 1)) {
+            /* a writer's downgrade read node: "__READ__" + the writer's own
+             * sequence, so it sorts exactly where the writer stood */
+            char down[128], path[160];
+            snprintf(path, sizeof path, "/rw/%s", names[i]);
+            FUZZ_CHECK(zkr__downgrade_name(path, r[i].uuid, down, sizeof down) == 0);
+            FUZZ_CHECK(strcmp(zkr__rw_sort_key(down), seqtext) == 0);
+            FUZZ_CHECK(strcmp(zkr__rw_sort_key(down), zkr__rw_sort_key(names[i])) == 0);
+            check_downgrade(path, sizeof down);
+        }
     }
     if (family < 2)
         s = check_sort(names, n, zkr__sort_key, family == 0 ? "lock-" : "lease-", ref_key, idx);
