@@ -98,20 +98,10 @@ int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path)
  * created EPHEMERAL, so it sorts exactly where the write node stood. */
 static int downgrade_name(const char *write_path, char *name, size_t len)
 {
-    const char *w = strstr(write_path, WRITE_MARKER);
-    const char *last = w;
-    while (w) {
-        last = w;
-        w = strstr(w + 1, WRITE_MARKER);
-    }
-    if (!last)
-        return ZKR_EINVAL;
-    const char *seq = last + strlen(WRITE_MARKER);
     char uuid[ZKR__UUID_LEN + 1];
     if (zkr__uuid(uuid) != 0)
         return ZKR_ESYSTEM;
-    int n = snprintf(name, len, "_c_%s-" READ_MARKER "%s", uuid, seq);
-    return (n > 0 && (size_t)n < len) ? ZKR_OK : ZKR_EINVAL;
+    return zkr__downgrade_name(write_path, uuid, name, len) == 0 ? ZKR_OK : ZKR_EINVAL;
 }
 
 static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)

@@ -111,9 +111,10 @@ static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *ma
                                    : zoo_get(zh, path, 0, buf, &len, &st));
     if (zrc != ZOK)
         return zkr__zk_error(zrc);
-    if (len != 4)
+    int32_t v;
+    if (zkr__count_parse(buf, len, &v) != 0)
         return ZKR_EBADDATA;
-    *max = zkr__be32_get((const unsigned char *)buf);
+    *max = v;
     return ZKR_OK;
 }
 

@@ -979,6 +979,49 @@ static void test_be32(void)
     zkr__be32_put(NULL, 5); /* no crash */
 }
 
+static void test_downgrade_name(void)
+{
+    const char *u = "3f2a9c1e-5b7d-4e21-9a3c-0d1e2f3a4b5c";
+    char out[128];
+
+    CU_ASSERT_EQUAL(zkr__downgrade_name("/rw/_c_8c0e4b6a-1f2d-4c3b-a5e6-7f8091a2b3c4-__WRIT__0000000007", u,
+                                        out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "_c_3f2a9c1e-5b7d-4e21-9a3c-0d1e2f3a4b5c-__READ__0000000007");
+    /* it sorts where the writer stands */
+    CU_ASSERT_STRING_EQUAL(zkr__rw_sort_key(out), "0000000007");
+    /* the last marker counts; a negative sequence is kept as it is */
+    CU_ASSERT_EQUAL(zkr__downgrade_name("/a__WRIT__b/x-__WRIT__-2147483648", u, out, sizeof out), 0);
+    CU_ASSERT_STRING_EQUAL(out, "_c_3f2a9c1e-5b7d-4e21-9a3c-0d1e2f3a4b5c-__READ__-2147483648");
+    CU_ASSERT_EQUAL(zkr__downgrade_name("/rw/_c_x-__READ__0000000001", u, out, sizeof out), -1);
+    CU_ASSERT_EQUAL(zkr__downgrade_name("/rw/x-__WRIT__0000000001", u, out, 58), -1); /* does not fit */
+    CU_ASSERT_EQUAL(zkr__downgrade_name("/rw/x-__WRIT__0000000001", u, out, 59), 0);  /* just fits */
+    CU_ASSERT_EQUAL(strlen(out), 58);
+    CU_ASSERT_EQUAL(zkr__downgrade_name(NULL, u, out, sizeof out), -1);
+    CU_ASSERT_EQUAL(zkr__downgrade_name("x__WRIT__1", NULL, out, sizeof out), -1);
+    CU_ASSERT_EQUAL(zkr__downgrade_name("x__WRIT__1", u, NULL, sizeof out), -1);
+    CU_ASSERT_EQUAL(zkr__downgrade_name("x__WRIT__1", u, out, 0), -1);
+}
+
+static void test_count_parse(void)
+{
+    const char four[4] = {'\x80', 0, 0, 0};
+    const char eight[8] = {0, 0, 0, 5, 0, 0, 0, 0};
+    int32_t v = 7;
+
+    CU_ASSERT_EQUAL(zkr__count_parse(four, 4, &v), 0);
+    CU_ASSERT_EQUAL(v, INT32_MIN);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 4, &v), 0);
+    CU_ASSERT_EQUAL(v, 5);
+    v = 7;
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 8, &v), -1); /* 8 or more bytes */
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 3, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, 0, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(eight, -1, &v), -1); /* no data */
+    CU_ASSERT_EQUAL(zkr__count_parse(NULL, 4, &v), -1);
+    CU_ASSERT_EQUAL(zkr__count_parse(four, 4, NULL), -1);
+    CU_ASSERT_EQUAL(v, 7); /* untouched on refusal */
+}
+
 /* ---- runner ----------------------------------------------------------- */
 
 struct test_def {
@@ -1027,6 +1070,7 @@ int main(void)
         { "errors leave input untouched", test_sort_errors_leave_input },
         { "stable vs insertion sort", test_sort_stable_random },
         { "sorted and reversed input", test_sort_already_sorted_and_reversed },
+        { "downgrade_name", test_downgrade_name },
     };
     static const struct test_def time_tests[] = {
         { "now_ms monotonic", test_now_monotonic },
@@ -1038,6 +1082,7 @@ int main(void)
         { "copy/find/find_prefix/free", test_strvec },
         { "edge cases", test_strvec_edge },
         { "be32", test_be32 },
+        { "count_parse", test_count_parse },
     };
     unsigned failures, suites_failed, tests_failed;
 

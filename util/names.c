@@ -2,6 +2,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,20 @@ const char *zkr__sort_key(const char *name, const char *marker)
 const char *zkr__rw_sort_key(const char *name)
 {
     return zkr__sort_key(zkr__sort_key(name, ZKR__READ_MARKER), ZKR__WRITE_MARKER);
+}
+
+int zkr__downgrade_name(const char *write_path, const char *uuid, char *out, size_t len)
+{
+    const char *seq;
+    int n;
+
+    if (write_path == NULL || uuid == NULL || out == NULL || len == 0)
+        return -1;
+    seq = zkr__sort_key(write_path, ZKR__WRITE_MARKER);
+    if (seq == write_path) /* no "__WRIT__": not a write node */
+        return -1;
+    n = snprintf(out, len, "_c_%s-" ZKR__READ_MARKER "%s", uuid, seq);
+    return (n > 0 && (size_t)n < len) ? 0 : -1;
 }
 
 struct keyed {

@@ -102,3 +102,11 @@ void zkr__be32_put(unsigned char b[4], int32_t v)
     b[2] = (unsigned char)(u >> 8);
     b[3] = (unsigned char)u;
 }
+
+int zkr__count_parse(const char *buf, int len, int32_t *out)
+{
+    if (buf == NULL || out == NULL || len != 4)
+        return -1;
+    *out = zkr__be32_get((const unsigned char *)buf);
+    return 0;
+}

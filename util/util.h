@@ -51,6 +51,13 @@ const char *zkr__sort_key(const char *name, const char *marker);
  * the last "__WRIT__" of what remains. */
 const char *zkr__rw_sort_key(const char *name);
 
+/* The read node that takes a writer's place on a downgrade (Curator 5.5):
+ * "_c_<uuid>-__READ__<seq>" into out[len], seq being the text after the
+ * last "__WRIT__" of the writer's node path as the server named it, so that
+ * it sorts exactly where the write node stands.  Returns 0, or -1 if the
+ * path has no "__WRIT__" or the name does not fit (or NULL arguments). */
+int zkr__downgrade_name(const char *write_path, const char *uuid, char *out, size_t len);
+
 typedef const char *(*zkr__key_fn)(const char *name, const char *marker);
 
 /* Stable sort (merge sort: like Java's Collections.sort, equal keys keep the
@@ -97,5 +104,11 @@ long zkr__strvec_find_prefix(const zkr__strvec_t *sv, const char *prefix);
 /* ---- big-endian ints (SharedCount) -------------------------------------- */
 int32_t zkr__be32_get(const unsigned char b[4]);
 void zkr__be32_put(unsigned char b[4], int32_t v);
+
+/* The shared count node's data as zoo_get left it in buf: len is what the
+ * client reported (-1 for a node without data, at most the buffer's size).
+ * A count is exactly 4 bytes, big-endian signed (Curator's SharedCount).
+ * Returns 0 with *out set, or -1 (bad data, or NULL arguments). */
+int zkr__count_parse(const char *buf, int len, int32_t *out);
 
 #endif
