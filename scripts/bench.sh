@@ -93,4 +93,4 @@ echo "bench.sh: ZooKeeper $hosts (${label%%:*}), Redis ${redis:-none}, $rounds r
     --driver "$top/tests/bench/zkr_bench" --builddir "$top" --workdir "$work" \
     --rounds "$rounds" --seconds "$seconds" --scenarios "$scenarios" \
     --waiters "$waiters" --heap "$heap" --cpu-cycles "$cpu_cycles" \
-    --server-label "$label" --out "$out"
+    --server-label "$label" --server-pid "$(cat "$work/zk/pid")" --out "$out"

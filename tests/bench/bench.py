@@ -173,21 +173,50 @@ def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
     return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
 
 
+def proc_cpu(pid):
+    """CPU seconds (user + system) used so far by process pid, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def children_cpu():
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_one(impl, scen, seconds, count=0):
-    """One run; adds the server's requests per operation and watches fired."""
+    """One run; adds the server's requests per operation, the watches fired,
+    and the CPU per operation of the client process and of the server."""
     before = mntr(ARGS.hosts)
+    srv0 = proc_cpu(ARGS.server_pid) if ARGS.server_pid else None
     if impl in C_IMPLS:
+        cli0 = children_cpu()
         r, why = run_c(impl, scen, seconds, count)
+        cli1 = children_cpu()
     else:
         peer = PEERS.get(impl)
-        if peer is None:
-            return None, "not started"
+        if peer is None or not peer.proc:
+            return None, peer.why if peer else "not started"
+        pid = peer.proc.pid
+        cli0 = proc_cpu(pid)
         r, why = peer.ask("run %s %s %d" % (scen, seconds, count), timeout=max(300, seconds * 30))
+        cli1 = proc_cpu(pid)
+    srv1 = proc_cpu(ARGS.server_pid) if ARGS.server_pid else None
     after = mntr(ARGS.hosts)
-    if r is not None and before and after and impl != "redis":
+    if r is not None:
         ops = max(1.0, float(r["ops"]))
-        r["req_per_op"] = (after.get("zk_packets_received", 0) - before.get("zk_packets_received", 0)) / ops
-        r["watches_fired"] = watch_fired(after) - watch_fired(before)
+        if cli0 is not None and cli1 is not None:
+            r["cli_us_per_op"] = (cli1 - cli0) * 1e6 / ops
+        if srv0 is not None and srv1 is not None and impl != "redis":
+            r["srv_us_per_op"] = (srv1 - srv0) * 1e6 / ops
+        if before and after and impl != "redis":
+            r["req_per_op"] = (after.get("zk_packets_received", 0) - before.get("zk_packets_received", 0)) / ops
+            r["watches_fired"] = watch_fired(after) - watch_fired(before)
     return r, why
 
 
@@ -276,6 +305,7 @@ def main():
     ap.add_argument("--heap", type=int, default=10000)
     ap.add_argument("--cpu-cycles", type=int, default=200)
     ap.add_argument("--server-label", default="")
+    ap.add_argument("--server-pid", type=int, default=0)
     ap.add_argument("--out", default="bench-results.md")
     ap.add_argument("--no-curator", action="store_true")
     ap.add_argument("--no-kazoo", action="store_true")
@@ -339,11 +369,14 @@ def main():
                      time.strftime("%Y-%m-%d %H:%M", time.gmtime(t_start)), ARGS.rounds, ARGS.seconds))
     lines.append("- ratio = zkrecipes / peer in cycles per second, per round; shown: the median of the "
                  "per-round ratios (the per-round ratios in brackets). > 1: zkrecipes did more.")
-    lines.append("- req/op: requests the server received per cycle (mntr packets_received delta / cycles)")
+    lines.append("- req/op: requests the server received per cycle (mntr packets_received delta / cycles); "
+                 "CPU us/op: CPU time (user + system) of the client process, and of the ZooKeeper server, "
+                 "per cycle (whole process, set-up included: an upper bound)")
     lines.append("")
     lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
-                 "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+                 "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
+                 "server CPU us/op zkr / peer |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for scen, desc, peers in plan:
         z = results.get((scen, "zkr"), [])
         label = desc.replace("N waiters", "%d waiters" % ARGS.waiters)
@@ -351,21 +384,24 @@ def main():
         for impl in peers:
             p = results.get((scen, impl), [])
             if not any(p):
-                lines.append("| %s | %s | %s | n/a: %s | - | - | - | - |" % (
+                lines.append("| %s | %s | %s | n/a: %s | - | - | - | - | - | - |" % (
                     label, PEER_NAMES[impl], fmt(med([float(r["rate"]) for r in z if r])),
                     whys.get((scen, impl), "no result")[:80].replace("|", "/")))
                 continue
             ratios = [float(a["rate"]) / float(b["rate"]) if a and b and float(b["rate"]) > 0 else None
                       for a, b in zip(z, p)]
             rr = [x for x in ratios if x is not None]
-            lines.append("| %s | %s | %s | %s | **%s** (%s) | %s / %s | %s / %s | %s / %s |" % (
+            lines.append("| %s | %s | %s | %s | **%s** (%s) | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |" % (
                 label + (" [%s]" % lat_kind), PEER_NAMES[impl],
                 fmt(med([float(r["rate"]) for r in z if r])), fmt(med([float(r["rate"]) for r in p if r])),
                 fmt(med(rr), 2) + "x" if rr else "-", " ".join("%.2f" % x for x in rr),
                 fmt(med([float(r["p50_ms"]) for r in z if r]), 2), fmt(med([float(r["p99_ms"]) for r in z if r]), 2),
                 fmt(med([float(r["p50_ms"]) for r in p if r]), 2), fmt(med([float(r["p99_ms"]) for r in p if r]), 2),
                 fmt(med([r.get("req_per_op") for r in z if r]), 2),
-                fmt(med([r.get("req_per_op") for r in p if r]), 2) if impl != "redis" else "-"))
+                fmt(med([r.get("req_per_op") for r in p if r]), 2) if impl != "redis" else "-",
+                fmt(med([r.get("cli_us_per_op") for r in z if r])), fmt(med([r.get("cli_us_per_op") for r in p if r])),
+                fmt(med([r.get("srv_us_per_op") for r in z if r])),
+                fmt(med([r.get("srv_us_per_op") for r in p if r])) if impl != "redis" else "-"))
         if scen == "waiters":
             lines.append("")
             for impl in ["zkr"] + peers:
