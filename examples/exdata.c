@@ -1,7 +1,10 @@
 /* Helpers shared by the examples (see exdata.h). */
 #include "exdata.h"
 
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,4 +68,57 @@ int ex_create_path(zhandle_t *zh, const char *path, const char *data)
             return rc;
     }
     return zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+}
+
+const char *ex_hosts(int argc, char **argv, int max_operands)
+{
+    if (argc - optind > max_operands)
+        return NULL;
+    if (optind < argc)
+        return argv[optind];
+    const char *hosts = getenv("ZKR_HOSTS");
+    return hosts && *hosts ? hosts : "127.0.0.1:2181";
+}
+
+int ex_int_arg(const char *prog, const char *name, const char *text, int min, int max, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "%s: --%s wants a number from %d to %d, not '%s'\n", prog, name, min, max, text);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int ex_usage(const char *usage, int help)
+{
+    if (help) {
+        printf("%s\nThe last line is CHECK PASSED: ... (exit status 0) or CHECK FAILED: ...\n"
+               "(exit status 1); a bad command line exits with status 2.\n",
+               usage);
+        exit(0);
+    }
+    /* a bad command line: the synopsis (up to the first blank line) only */
+    const char *end = strstr(usage, "\n\n");
+    fprintf(stderr, "%.*sTry --help for more.\n", end ? (int)(end - usage + 1) : (int)strlen(usage), usage);
+    return 2;
+}
+
+int ex_args_done(int bad, int argc, char **argv, const char **hosts, const char *path, size_t path_max,
+                 const char *usage)
+{
+    if (!bad && (*hosts = ex_hosts(argc, argv, 1)) == NULL)
+        bad = -1;
+    if (!bad && (path[0] != '/' || strlen(path) > path_max))
+        bad = -1;
+    return bad ? ex_usage(usage, 0) : 0;
+}
+
+int ex_check(int ok, const char *what)
+{
+    printf("CHECK %s: %s\n", ok ? "PASSED" : "FAILED", what);
+    return ok ? 0 : 1;
 }

@@ -19,4 +19,32 @@ int ex_delete_tree(zhandle_t *zh, const char *path);
  * if it was already there). */
 int ex_create_path(zhandle_t *zh, const char *path, const char *data);
 
+/* ---- command lines -------------------------------------------------------- */
+
+/* The connection string: argv[optind] if getopt_long left an operand,
+ * else $ZKR_HOSTS, else "127.0.0.1:2181".  More than `max_operands`
+ * operands is a usage error: NULL. */
+const char *ex_hosts(int argc, char **argv, int max_operands);
+
+/* Parse `text` (the argument of option --`name`) as a decimal int in
+ * [min, max] into *out; 0, or -1 after a message naming prog. */
+int ex_int_arg(const char *prog, const char *name, const char *text, int min, int max, int *out);
+
+/* For help (--help): print `usage` and a note on the CHECK line and the
+ * exit status on stdout, and exit 0.  Otherwise print
+ * its synopsis (up to the first blank line) on stderr and return 2, the
+ * exit status of a bad command line. */
+int ex_usage(const char *usage, int help);
+
+/* The end of an example's option parsing: `bad` is nonzero if an option
+ * was wrong.  Sets *hosts (ex_hosts, one operand at most) and checks that
+ * `path` is absolute and at most path_max long.  0, or the usage on stderr
+ * and 2. */
+int ex_args_done(int bad, int argc, char **argv, const char **hosts, const char *path, size_t path_max,
+                 const char *usage);
+
+/* The last line of every example: "CHECK PASSED: what" or "CHECK FAILED:
+ * what".  Returns the exit status, 0 or 1. */
+int ex_check(int ok, const char *what);
+
 #endif

@@ -1,6 +1,7 @@
 /* rw_config: a shared configuration guarded by a distributed read/write lock.
  *
  *   rw_config [HOSTS] [--readers N] [--seconds S] [--path /zkr-demo/rw-config]
+ *   rw_config --help
  *
  * HOSTS defaults to $ZKR_HOSTS, then 127.0.0.1:2181.  The configuration
  * lives in ZooKeeper as two data nodes that must always be equal:
@@ -15,7 +16,9 @@
  * pause, b) under the write lock.  Readers hold the lock together; the
  * writer holds it alone.  At the end the program prints the counts and
  * checks: no torn read, at least one write, readers overlapped, no lock
- * node left behind; it exits non-zero when a check fails. */
+ * node left behind, and prints "CHECK PASSED: ..." (exit 0) or "CHECK
+ * FAILED: ..." (exit 1). */
+#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -155,35 +158,46 @@ static void *writer_main(void *arg)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static int usage(void)
+static const char usage_text[] =
+    "usage: rw_config [HOSTS] [--readers N] [--seconds S] [--path PATH]\n"
+    "\n"
+    "N reader threads and one writer share a configuration kept in ZooKeeper\n"
+    "under a distributed read/write lock for S seconds; check that no read was\n"
+    "torn, readers overlapped, the writer was alone and no lock node is left.\n"
+    "\n"
+    "  HOSTS              ZooKeeper connection string (default $ZKR_HOSTS, then\n"
+    "                     127.0.0.1:2181)\n"
+    "  -r, --readers N    reader threads, 2..64 (default 8)\n"
+    "  -s, --seconds S    how long to run, 1..3600 (default 3)\n"
+    "      --path PATH    where the configuration and the lock live\n"
+    "                     (default /zkr-demo/rw-config)\n"
+    "  -h, --help         this text\n";
+
+static int parse_args(int argc, char **argv)
 {
-    fprintf(stderr, "usage: rw_config [HOSTS] [--readers N] [--seconds S] [--path /zkr-demo/rw-config]\n");
-    return 2;
+    static const struct option opts[] = {
+        {"readers", required_argument, NULL, 'r'}, {"seconds", required_argument, NULL, 's'},
+        {"path", required_argument, NULL, 'P'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o, bad = 0;
+    while ((o = getopt_long(argc, argv, "r:s:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'r': bad |= ex_int_arg("rw_config", "readers", optarg, 2, MAX_READERS, &nreaders); break;
+        case 's': bad |= ex_int_arg("rw_config", "seconds", optarg, 1, 3600, &seconds); break;
+        case 'P': base = optarg; break;
+        case 'h': return ex_usage(usage_text, 1);
+        default: bad = -1; break;
+        }
+    }
+    return ex_args_done(bad, argc, argv, &hosts, base, 400, usage_text);
 }
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    hosts = getenv("ZKR_HOSTS");
-    if (!hosts || !*hosts)
-        hosts = "127.0.0.1:2181";
-    int i = 1;
-    if (argc > 1 && strncmp(argv[1], "--", 2) != 0)
-        hosts = argv[i++];
-    for (; i < argc; i++) {
-        if (i + 1 >= argc)
-            return usage();
-        if (strcmp(argv[i], "--readers") == 0)
-            nreaders = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--seconds") == 0)
-            seconds = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--path") == 0)
-            base = argv[++i];
-        else
-            return usage();
-    }
-    if (nreaders < 2 || nreaders > MAX_READERS || seconds < 1 || base[0] != '/' || strlen(base) > 400)
-        return usage();
+    if (parse_args(argc, argv) != 0)
+        return 2;
     snprintf(config_dir, sizeof config_dir, "%s/config", base);
     snprintf(path_a, sizeof path_a, "%s/a", config_dir);
     snprintf(path_b, sizeof path_b, "%s/b", config_dir);
@@ -265,8 +279,5 @@ int main(int argc, char **argv)
            atomic_load(&exclusion_violations), atomic_load(&errors), left);
     int ok = atomic_load(&torn) == 0 && atomic_load(&exclusion_violations) == 0 && atomic_load(&errors) == 0 &&
              atomic_load(&writes) >= 1 && atomic_load(&max_readers) >= 2 && final_ok && left == 0;
-    printf("CHECK %s: no torn read, at least one write, readers overlapped, writer alone, "
-           "no lock node left\n",
-           ok ? "OK" : "FAILED");
-    return ok ? 0 : 1;
+    return ex_check(ok, "no torn read, at least one write, readers overlapped, writer alone, no lock node left");
 }

@@ -2,6 +2,7 @@
  *
  *   ticket_seller [HOSTS] [--threads N] [--procs P] [--tickets T]
  *                 [--path /zkr-demo/tickets] [--lock mutex|semaphore-mutex]
+ *   ticket_seller --help
  *
  * HOSTS defaults to $ZKR_HOSTS, then 127.0.0.1:2181.  The tickets live in
  * ZooKeeper, so P processes (forked here) x N seller threads all sell from
@@ -16,8 +17,10 @@
  * release.  A second sale of the same ticket would fail to create its node,
  * and a write by anyone else in between would fail the version check: both
  * are counted as oversells.  At the end the program checks that exactly T
- * distinct tickets were sold, none twice, and exits non-zero otherwise. */
+ * distinct tickets were sold, none twice, and prints "CHECK PASSED: ..." (exit
+ * 0) or "CHECK FAILED: ..." (exit 1). */
 #include <errno.h>
+#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -315,57 +318,54 @@ static int final_check(void)
     return ok ? 0 : 1;
 }
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: ticket_seller [HOSTS] [--threads N] [--procs P] [--tickets T] [--path P]\n"
-                    "                     [--lock mutex|semaphore-mutex]\n");
-}
+static const char usage_text[] =
+    "usage: ticket_seller [HOSTS] [--threads N] [--procs P] [--tickets T] [--path PATH]\n"
+    "                     [--lock mutex|semaphore-mutex]\n"
+    "\n"
+    "Sell T tickets from one stock kept in ZooKeeper with P processes x N seller\n"
+    "threads, each sale under a distributed lock; check that exactly T distinct\n"
+    "tickets were sold, none twice, and that no lock node is left.\n"
+    "\n"
+    "  HOSTS              ZooKeeper connection string (default $ZKR_HOSTS, then\n"
+    "                     127.0.0.1:2181)\n"
+    "  -t, --threads N    seller threads per process, 1..1000 (default 30)\n"
+    "  -p, --procs P      processes, 1..64 (default 1)\n"
+    "  -n, --tickets T    tickets to sell, 0..9999 (default 100)\n"
+    "      --path PATH    where the stock and the lock live (default /zkr-demo/tickets)\n"
+    "      --lock KIND    mutex (reentrant, default) or semaphore-mutex (non-reentrant)\n"
+    "  -h, --help         this text\n";
 
 static int parse_args(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (a[0] != '-') {
-            cfg.hosts = a;
-            continue;
+    static const struct option opts[] = {
+        {"threads", required_argument, NULL, 't'}, {"procs", required_argument, NULL, 'p'},
+        {"tickets", required_argument, NULL, 'n'}, {"path", required_argument, NULL, 'P'},
+        {"lock", required_argument, NULL, 'l'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o, bad = 0;
+    while ((o = getopt_long(argc, argv, "t:p:n:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 't': bad |= ex_int_arg("ticket_seller", "threads", optarg, 1, 1000, &cfg.threads); break;
+        case 'p': bad |= ex_int_arg("ticket_seller", "procs", optarg, 1, 64, &cfg.procs); break;
+        case 'n': bad |= ex_int_arg("ticket_seller", "tickets", optarg, 0, 9999, &cfg.tickets); break;
+        case 'P': cfg.path = optarg; break;
+        case 'l':
+            if (strcmp(optarg, "mutex") == 0 || strcmp(optarg, "semaphore-mutex") == 0)
+                cfg.semaphore_mutex = strcmp(optarg, "semaphore-mutex") == 0;
+            else
+                bad = -1;
+            break;
+        case 'h': return ex_usage(usage_text, 1);
+        default: bad = -1; break;
         }
-        if (!v) {
-            usage();
-            return -1;
-        }
-        if (strcmp(a, "--threads") == 0)
-            cfg.threads = atoi(v);
-        else if (strcmp(a, "--procs") == 0)
-            cfg.procs = atoi(v);
-        else if (strcmp(a, "--tickets") == 0)
-            cfg.tickets = atoi(v);
-        else if (strcmp(a, "--path") == 0)
-            cfg.path = v;
-        else if (strcmp(a, "--lock") == 0 && strcmp(v, "mutex") == 0)
-            cfg.semaphore_mutex = 0;
-        else if (strcmp(a, "--lock") == 0 && strcmp(v, "semaphore-mutex") == 0)
-            cfg.semaphore_mutex = 1;
-        else {
-            usage();
-            return -1;
-        }
-        i++;
     }
-    if (cfg.threads < 1 || cfg.threads > 1000 || cfg.procs < 1 || cfg.procs > 64 || cfg.tickets < 0 ||
-        cfg.tickets > 9999 || cfg.path[0] != '/' || strlen(cfg.path) > 400) {
-        usage();
-        return -1;
-    }
-    return 0;
+    return ex_args_done(bad, argc, argv, &cfg.hosts, cfg.path, 400, usage_text);
 }
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    cfg.hosts = getenv("ZKR_HOSTS");
-    if (!cfg.hosts || !*cfg.hosts)
-        cfg.hosts = "127.0.0.1:2181";
     if (parse_args(argc, argv) != 0)
         return 2;
     zoo_set_debug_level((ZooLogLevel)0);
@@ -413,10 +413,7 @@ int main(int argc, char **argv)
     }
     int check = final_check();
     zookeeper_close(data_zh);
-    if (status == 0 && check == 0) {
-        printf("CHECK PASSED: exactly %d distinct tickets sold, none twice, no lock node left\n", cfg.tickets);
-        return 0;
-    }
-    printf("CHECK FAILED\n");
-    return 1;
+    char what[128];
+    snprintf(what, sizeof what, "exactly %d distinct tickets sold, none twice, no lock node left", cfg.tickets);
+    return ex_check(status == 0 && check == 0, what);
 }

@@ -2,6 +2,7 @@
  *
  *   transfer [HOSTS] [--accounts N] [--threads T] [--transfers K]
  *            [--path /zkr-demo/bank]
+ *   transfer --help
  *
  * HOSTS defaults to $ZKR_HOSTS, then 127.0.0.1:2181.  Every account is a
  * ZooKeeper node holding its balance (decimal text), and has a mutex of
@@ -19,7 +20,9 @@
  * back with the versions it read (a write by anyone else in between would
  * be caught).  At the end the program checks: the total is unchanged, no
  * balance is negative, no lock node is left, and no two transfers ever held
- * the same account at once; it exits non-zero when a check fails. */
+ * the same account at once, and prints "CHECK PASSED: ..." (exit 0) or
+ * "CHECK FAILED: ..." (exit 1). */
+#include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -222,38 +225,48 @@ static void teller_close(teller_t *t)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-static int usage(void)
+static const char usage_text[] =
+    "usage: transfer [HOSTS] [--accounts N] [--threads T] [--transfers K] [--path PATH]\n"
+    "\n"
+    "T tellers, each with a session of its own, make K transfers each between N\n"
+    "accounts kept in ZooKeeper, each transfer under a multi-lock of the two\n"
+    "accounts' mutexes; check that the total is unchanged, no balance is\n"
+    "negative, no account was held twice at once and no lock node is left.\n"
+    "\n"
+    "  HOSTS                ZooKeeper connection string (default $ZKR_HOSTS, then\n"
+    "                       127.0.0.1:2181)\n"
+    "  -a, --accounts N     accounts, 2..64 (default 5)\n"
+    "  -t, --threads T      tellers, 1..64 (default 6)\n"
+    "  -k, --transfers K    transfers per teller, 0..100000 (default 25)\n"
+    "      --path PATH      where the accounts and the locks live (default /zkr-demo/bank)\n"
+    "  -h, --help           this text\n";
+
+static int parse_args(int argc, char **argv)
 {
-    fprintf(stderr, "usage: transfer [HOSTS] [--accounts N] [--threads T] [--transfers K] [--path /zkr-demo/bank]\n");
-    return 2;
+    static const struct option opts[] = {
+        {"accounts", required_argument, NULL, 'a'},  {"threads", required_argument, NULL, 't'},
+        {"transfers", required_argument, NULL, 'k'}, {"path", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0},
+    };
+    int o, bad = 0;
+    while ((o = getopt_long(argc, argv, "a:t:k:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'a': bad |= ex_int_arg("transfer", "accounts", optarg, 2, MAX_ACCOUNTS, &naccounts); break;
+        case 't': bad |= ex_int_arg("transfer", "threads", optarg, 1, MAX_THREADS, &nthreads); break;
+        case 'k': bad |= ex_int_arg("transfer", "transfers", optarg, 0, 100000, &ntransfers); break;
+        case 'P': base = optarg; break;
+        case 'h': return ex_usage(usage_text, 1);
+        default: bad = -1; break;
+        }
+    }
+    return ex_args_done(bad, argc, argv, &hosts, base, 200, usage_text);
 }
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    hosts = getenv("ZKR_HOSTS");
-    if (!hosts || !*hosts)
-        hosts = "127.0.0.1:2181";
-    int i = 1;
-    if (argc > 1 && strncmp(argv[1], "--", 2) != 0)
-        hosts = argv[i++];
-    for (; i < argc; i++) {
-        if (i + 1 >= argc)
-            return usage();
-        if (strcmp(argv[i], "--accounts") == 0)
-            naccounts = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--threads") == 0)
-            nthreads = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--transfers") == 0)
-            ntransfers = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--path") == 0)
-            base = argv[++i];
-        else
-            return usage();
-    }
-    if (naccounts < 2 || naccounts > MAX_ACCOUNTS || nthreads < 1 || nthreads > MAX_THREADS || ntransfers < 0 ||
-        base[0] != '/' || strlen(base) > 200)
-        return usage();
+    if (parse_args(argc, argv) != 0)
+        return 2;
     for (int a = 0; a < naccounts; a++) {
         snprintf(acct_path[a], sizeof acct_path[a], "%s/accounts/acct-%02d", base, a);
         snprintf(lock_path[a], sizeof lock_path[a], "%s/locks/acct-%02d", base, a);
@@ -336,7 +349,5 @@ int main(int argc, char **argv)
            total, negative, lock_nodes);
     int ok = total == total_before && negative == 0 && unreadable == 0 && lock_nodes == 0 &&
              atomic_load(&violations) == 0 && atomic_load(&errors) == 0 && atomic_load(&done_transfers) > 0;
-    printf("CHECK %s: total unchanged, no negative balance, no lock node left, no account held twice\n",
-           ok ? "OK" : "FAILED");
-    return ok ? 0 : 1;
+    return ex_check(ok, "total unchanged, no negative balance, no lock node left, no account held twice");
 }

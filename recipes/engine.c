@@ -35,19 +35,9 @@ const zkr__driver_t zkr__lock_driver = {
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-/* ZRUNTIMEINCONSISTENCY: the C client got an answer it did not expect (an
- * out-of-order reply when a server drops a connection whose session moved)
- * and dropped the connection: the request's fate is unknown, as after a
- * connection loss. */
 static int is_connection_error(int zrc)
 {
-    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT || zrc == ZRUNTIMEINCONSISTENCY;
-}
-
-static int is_session_error(int zrc)
-{
-    return zrc == ZSESSIONEXPIRED || zrc == ZINVALIDSTATE || zrc == ZSESSIONMOVED ||
-           zrc == ZCLOSING;
+    return zkr__zk_class(zrc) == ZKR__ZC_CONNECTION;
 }
 
 void zkr__node_clear(zkr__node_t *node)
@@ -76,8 +66,10 @@ int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out
 
 /* ---- create, with the listing pipelined behind it ---------------------------- */
 
+/* The create and the listing behind it; the completions signal the
+ * caller through the op's own mutex (no client-wide lock on this path). */
 typedef struct create_op {
-    zkr_client_t *c;
+    pthread_mutex_t mu;
     pthread_cond_t cond;
     int pending;
     int create_rc;
@@ -90,9 +82,8 @@ typedef struct create_op {
 static void create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
     create_op_t *op = (create_op_t *)data;
-    pthread_mutex_t *mu = zkr__client_mutex(op->c);
     char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
-    pthread_mutex_lock(mu);
+    pthread_mutex_lock(&op->mu);
     op->create_rc = rc;
     if (rc == ZOK) {
         if (!copy)
@@ -103,22 +94,21 @@ static void create_done(int rc, const char *value, const struct Stat *stat, cons
     }
     if (--op->pending == 0)
         pthread_cond_signal(&op->cond);
-    pthread_mutex_unlock(mu);
+    pthread_mutex_unlock(&op->mu);
 }
 
 static void list_done(int rc, const struct String_vector *sv, const void *data)
 {
     create_op_t *op = (create_op_t *)data;
-    pthread_mutex_t *mu = zkr__client_mutex(op->c);
     zkr__strvec_t kids = {NULL, 0};
     if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(&kids, sv->data, (size_t)sv->count) != 0)
         rc = ZSYSTEMERROR;
-    pthread_mutex_lock(mu);
+    pthread_mutex_lock(&op->mu);
     op->list_rc = rc;
     op->children = kids;
     if (--op->pending == 0)
         pthread_cond_signal(&op->cond);
-    pthread_mutex_unlock(mu);
+    pthread_mutex_unlock(&op->mu);
 }
 
 /* Outcome of recovering a create whose reply was lost. */
@@ -195,9 +185,8 @@ static int recover_protected(zkr_client_t *c, const char *dir, const char *uuid,
     }
 }
 
-int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
-                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
-                     zkr__strvec_t *children)
+static int node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name, int mode,
+                       const char *data, int datalen, int64_t deadline, zkr__node_t *out, zkr__strvec_t *children)
 {
     memset(out, 0, sizeof *out);
     if (children) {
@@ -231,19 +220,17 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
 
         create_op_t op;
         memset(&op, 0, sizeof op);
-        op.c = c;
-        if (zkr__cond_init(&op.cond) != 0) {
+        if (pthread_mutex_init(&op.mu, NULL) != 0 || zkr__cond_init(&op.cond) != 0) {
             free(path);
             zkr__client_put_handle(c, h);
             return ZKR_ESYSTEM;
         }
         op.create_rc = ZSYSTEMERROR;
         op.list_rc = ZSYSTEMERROR;
-        pthread_mutex_t *mu = zkr__client_mutex(c);
-        pthread_mutex_lock(mu);
+        pthread_mutex_lock(&op.mu);
         /* The listing goes right behind the create: ZooKeeper answers one
          * session's requests in order, so it already sees our node. */
-        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, &ZOO_OPEN_ACL_UNSAFE, mode,
+        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode,
                                create_done, &op);
         if (zrc == ZOK) {
             op.pending++;
@@ -253,9 +240,10 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
             op.create_rc = zrc;
         }
         while (op.pending > 0)
-            pthread_cond_wait(&op.cond, mu);
-        pthread_mutex_unlock(mu);
+            pthread_cond_wait(&op.cond, &op.mu);
+        pthread_mutex_unlock(&op.mu);
         pthread_cond_destroy(&op.cond);
+        pthread_mutex_destroy(&op.mu);
         zkr__zh_answer(zkr__zh(h), op.create_rc);
         zkr__zh_answer(zkr__zh(h), op.list_rc);
         zkr__client_put_handle(c, h);
@@ -279,7 +267,7 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
              * have reaped an empty one since). */
             if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
                 return rc;
-            rc = zkr__ensure_path(zkr__zh(h), dir);
+            rc = zkr__ensure_path(c, zkr__zh(h), dir);
             zkr__client_put_handle(c, h);
             if (rc != ZKR_OK && rc != ZKR_ECONNLOSS && rc != ZKR_ESESSIONLOST)
                 return rc;
@@ -334,21 +322,127 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
             }
             return rc;
         }
-        if (is_session_error(op.create_rc))
+        if (zkr__zk_class(op.create_rc) == ZKR__ZC_SESSION)
             continue; /* the session went away: try on the next one */
         return zkr__zk_error(op.create_rc);
     }
     return ZKR_EZOOKEEPER;
 }
 
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx)
+{
+    pthread_mutex_lock(mu);
+    l->fn = fn;
+    l->ctx = ctx;
+    pthread_mutex_unlock(mu);
+    return ZKR_OK;
+}
+
+zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l)
+{
+    pthread_mutex_lock(mu);
+    zkr__hold_listener_t copy = *l;
+    pthread_mutex_unlock(mu);
+    return copy;
+}
+
+int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
+                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
+                     zkr__strvec_t *children)
+{
+    int rc = node_create(c, dir, marker, exact_name, mode, data, datalen, deadline, out, children);
+    if (rc != ZKR_OK)
+        return rc;
+    /* Tracked from now on: anyone else deleting it is seen at once. */
+    zkr__zh_t *h;
+    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
+        rc = zkr__track_add(c, h, out->path, out->session, &out->track);
+        zkr__client_put_handle(c, h);
+    }
+    if (rc != ZKR_OK) {
+        zkr__node_delete(c, out);
+        if (children)
+            zkr__strvec_free(children);
+    }
+    return rc;
+}
+
 int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
 {
-    return zkr__track_add(c, node->path, node->session, fn, ctx, &node->track);
+    if (!node->track)
+        return ZKR_EINVAL;
+    zkr__track_grant(c, node->track, fn, ctx);
+    return ZKR_OK;
 }
 
 zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node)
 {
     return node->track ? zkr__track_state(c, node->track) : ZKR_HOLD_NONE;
+}
+
+/* The C client requires a completion for every asynchronous call. */
+static void ignore_void(int rc, const void *data)
+{
+    (void)rc;
+    (void)data;
+}
+
+/* A delete whose answer the releasing thread waits for at most
+ * ZKR_RELEASE_WAIT_MS.  If it stops waiting, the completion frees it. */
+typedef struct delete_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done, abandoned, rc;
+} delete_wait_t;
+
+static void delete_wait_free(delete_wait_t *dw)
+{
+    pthread_cond_destroy(&dw->cond);
+    pthread_mutex_destroy(&dw->mu);
+    free(dw);
+}
+
+static void delete_wait_done(int rc, const void *data)
+{
+    delete_wait_t *dw = (delete_wait_t *)data;
+    pthread_mutex_lock(&dw->mu);
+    int abandoned = dw->abandoned;
+    dw->done = 1;
+    dw->rc = rc;
+    pthread_cond_signal(&dw->cond);
+    pthread_mutex_unlock(&dw->mu);
+    if (abandoned)
+        delete_wait_free(dw);
+}
+
+/* Delete path; the answer, or ZOPERATIONTIMEOUT if none came within
+ * ZKR_RELEASE_WAIT_MS (a stalled link: the caller finishes it in the
+ * background). */
+static int delete_bounded(zhandle_t *zh, const char *path)
+{
+    delete_wait_t *dw = calloc(1, sizeof *dw);
+    if (!dw)
+        return ZSYSTEMERROR;
+    if (pthread_mutex_init(&dw->mu, NULL) != 0 || zkr__cond_init(&dw->cond) != 0) {
+        free(dw);
+        return ZSYSTEMERROR;
+    }
+    int zrc = zoo_adelete(zh, path, -1, delete_wait_done, dw);
+    if (zrc != ZOK) {
+        delete_wait_free(dw);
+        return zrc;
+    }
+    int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+    pthread_mutex_lock(&dw->mu);
+    while (!dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
+        ;
+    int done = dw->done;
+    zrc = done ? dw->rc : ZOPERATIONTIMEOUT;
+    dw->abandoned = !done;
+    pthread_mutex_unlock(&dw->mu);
+    if (done)
+        delete_wait_free(dw);
+    return zrc;
 }
 
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
@@ -360,148 +454,135 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
     }
     if (!node->path)
         return ZKR_OK;
-    zkr__zh_t *h;
-    int rc = zkr__client_get_handle(c, &h);
+    /* Inside the client, so that close waits for the delete; once it
+     * closes, closing the session deletes the ephemeral node. */
+    int rc = zkr__client_enter(c);
+    zkr__zh_t *h = NULL;
+    if (rc == ZKR_OK && (rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+        zkr__client_leave(c);
     if (rc != ZKR_OK) {
-        /* Closing: closing the session deletes its ephemeral nodes. */
         zkr__node_clear(node);
         return rc;
     }
     int lost = was_lost || zkr__zh_session(c, h) != node->session;
-    int done = 0;
+    int zrc = ZCONNECTIONLOSS;
     if (zkr__zh_usable(c, h)) {
-        int zrc = zkr__zh_answer(zkr__zh(h), zoo_delete(zkr__zh(h), node->path, -1));
-        done = (zrc == ZOK || zrc == ZNONODE);
+        /* Our own watch goes first (same session: in order), so the delete
+         * wakes only the next waiter. */
+        /* zookeeper.h declares this completion as void_completion_t *, but
+         * the C client stores and calls it as a void_completion_t. */
+        zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void,
+                                NULL);
+        zrc = zkr__zh_answer(zkr__zh(h), delete_bounded(zkr__zh(h), node->path));
+        /* Our own session's waiters on this node lost their watch with
+         * ours: wake them (they look again and find it gone). */
+        zkr__waiters_wake_path(c, node->path);
     }
-    if (!done)
+    rc = lost ? ZKR_ELOST : ZKR_OK;
+    if (zrc == ZOK || zrc == ZNONODE) {
+        /* gone */
+    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL || zrc == ZSYSTEMERROR) {
+        /* the link (or a local shortage), not the server: again later */
         zkr__client_delete_later(c, node->path, node->session);
+    } else {
+        /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
+         * so; the node stays until its session ends. */
+        zkr__log(c, ZKR_LOG_ERROR, "cannot delete %s: %s; it stays until the session ends", node->path, zerror(zrc));
+        rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
+    }
     zkr__client_put_handle(c, h);
+    zkr__client_leave(c);
     zkr__node_clear(node);
-    return lost ? ZKR_ELOST : ZKR_OK;
+    return rc;
 }
 
 /* ---- waiting ------------------------------------------------------------------- */
 
+typedef struct queue_step {
+    zkr__track_t *track;   /* our node's */
+    const char *dir;
+    const zkr__driver_t *drv;
+    const char *name;      /* our node's name */
+    zkr__strvec_t kids;    /* a listing to use first (from the create) */
+} queue_step_t;
+
+/* List, sort, find our node, decide; if not held, data-watch the one node
+ * the driver names (never exists, never a children watch). */
+static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w, int can_wait)
+{
+    queue_step_t *q = arg;
+    int rc = ZKR_OK;
+    zkr__strvec_t kids = q->kids;
+    q->kids.v = NULL;
+    q->kids.n = 0;
+    if (!kids.v) {
+        rc = zkr__list(c, h, q->dir, &kids);
+        if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST)
+            return ZKR__STEP_RECONNECT;
+        if (rc != ZKR_OK)
+            return rc;
+    }
+    char *wpath = NULL;
+    if (zkr__sort_children(kids.v, kids.n, q->drv->key, q->drv->key_marker) != 0) {
+        rc = ZKR_ENOMEM;
+        goto out;
+    }
+    long ours = zkr__strvec_find(&kids, q->name);
+    if (ours < 0) {
+        /* We just listed on our node's session, so the session lives:
+         * someone else deleted our node. */
+        zkr__track_mark_deleted(c, q->track);
+        rc = ZKR_EDELETED;
+        goto out;
+    }
+    size_t watch = 0;
+    int d = q->drv->decide(q->drv->decide_arg, kids.v, kids.n, (size_t)ours, &watch);
+    if (d != 0) {
+        rc = d > 0 ? ZKR_OK : d;
+        goto out;
+    }
+    if (!can_wait) {
+        rc = ZKR_ETIMEDOUT;
+        goto out;
+    }
+    if (watch >= kids.n) {
+        rc = ZKR_EZOOKEEPER; /* a driver bug, not a server answer */
+        goto out;
+    }
+    if (!(wpath = zkr__path_join(q->dir, kids.v[watch])) || zkr__waiter_watching(c, w, wpath) != ZKR_OK) {
+        rc = ZKR_ENOMEM;
+        goto out;
+    }
+    char buf[16];
+    int blen = (int)sizeof buf;
+    struct Stat st;
+    int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(),
+                                                  zkr__waiter_ctx(w), buf, &blen, &st));
+    if (zrc == ZOK)
+        rc = ZKR__STEP_WAIT;
+    else if (zrc == ZNONODE)
+        rc = ZKR__STEP_AGAIN; /* already gone: re-evaluate at once */
+    else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL)
+        rc = ZKR__STEP_RECONNECT;
+    else
+        rc = zkr__zk_error(zrc);
+out:
+    free(wpath);
+    zkr__strvec_free(&kids);
+    return rc;
+}
+
 int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
                     zkr__strvec_t *first_listing, int64_t deadline)
 {
-    zkr__waiter_t w;
-    int rc = zkr__waiter_init(c, &w);
-    if (rc != ZKR_OK)
-        return rc;
-    pthread_mutex_t *mu = zkr__client_mutex(c);
-    zkr__strvec_t kids = {NULL, 0};
-    int have = 0;
+    queue_step_t q = {node->track, dir, drv, zkr__path_basename(node->path), {NULL, 0}};
     if (first_listing && first_listing->v) {
-        kids = *first_listing;
+        q.kids = *first_listing;
         first_listing->v = NULL;
         first_listing->n = 0;
-        have = 1;
     }
-    const char *name = zkr__path_basename(node->path);
-    for (;;) {
-        zkr__zh_t *h;
-        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
-            break;
-        if (zkr__zh_session(c, h) != node->session) {
-            /* Our node belonged to a session that is gone. */
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ESESSIONLOST;
-            break;
-        }
-        if (!have) {
-            rc = zkr__list(c, h, dir, &kids);
-            if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
-                zkr__client_put_handle(c, h);
-                if ((rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
-                    break;
-                continue;
-            }
-            if (rc != ZKR_OK) {
-                zkr__client_put_handle(c, h);
-                break;
-            }
-        }
-        have = 0;
-        if (zkr__sort_children(kids.v, kids.n, drv->key, drv->key_marker) != 0) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ENOMEM;
-            break;
-        }
-        long ours = zkr__strvec_find(&kids, name);
-        if (ours < 0) {
-            /* Our node is gone: only the end of its session does that. */
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ESESSIONLOST;
-            break;
-        }
-        size_t watch = 0;
-        int d = drv->decide(drv->decide_arg, kids.v, kids.n, (size_t)ours, &watch);
-        if (d != 0) {
-            zkr__client_put_handle(c, h);
-            rc = d > 0 ? ZKR_OK : d;
-            break;
-        }
-        if (zkr__remaining_ms(deadline) == 0) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ETIMEDOUT;
-            break;
-        }
-        if (watch >= kids.n) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_EZOOKEEPER;
-            break;
-        }
-        char *wpath = zkr__path_join(dir, kids.v[watch]);
-        zkr__strvec_free(&kids);
-        if (!wpath) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ENOMEM;
-            break;
-        }
-        pthread_mutex_lock(mu);
-        w.events = 0;
-        pthread_mutex_unlock(mu);
-        /* A data watch (never exists, never a children watch) on the one
-         * node we depend on. */
-        char buf[16];
-        int blen = (int)sizeof buf;
-        struct Stat st;
-        int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(),
-                                                      zkr__waiter_ctx(&w), buf, &blen, &st));
-        zkr__client_put_handle(c, h);
-        free(wpath);
-        if (zrc == ZNONODE)
-            continue; /* already gone: re-evaluate at once */
-        if (zrc == ZOK) {
-            pthread_mutex_lock(mu);
-            unsigned ev = zkr__waiter_wait_locked(c, &w, deadline);
-            pthread_mutex_unlock(mu);
-            if (ev & ZKR__WAKE_CLOSE) {
-                rc = ZKR_ECLOSED;
-                break;
-            }
-            if (ev == 0) {
-                rc = ZKR_ETIMEDOUT;
-                break;
-            }
-            /* Cut off briefly: keep our place and wait for the same
-             * session; if it is lost, so is our node. */
-            if ((ev & ZKR__WAKE_SESSION) &&
-                (rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
-                break;
-            continue;
-        }
-        if (is_connection_error(zrc) || is_session_error(zrc)) {
-            if ((rc = zkr__client_wait_session(c, node->session, deadline)) != ZKR_OK)
-                break;
-            continue;
-        }
-        rc = zkr__zk_error(zrc);
-        break;
-    }
-    zkr__strvec_free(&kids);
-    zkr__waiter_destroy(c, &w);
+    int rc = zkr__watch_loop(c, node->session, node->track, deadline, queue_step, &q);
+    zkr__strvec_free(&q.kids);
     return rc;
 }
 

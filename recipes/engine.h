@@ -31,6 +31,11 @@ int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t o
 
 /* The ordinary mutex driver: marker "lock-", first node holds it. */
 extern const zkr__driver_t zkr__lock_driver;
+/* The read/write lock's drivers (rwlock.c), on one axis (strip through the
+ * last __READ__, then the last __WRIT__): a writer holds when first; a
+ * reader when no writer stands before it, else it watches the first one. */
+extern const zkr__driver_t zkr__write_driver;
+extern const zkr__driver_t zkr__read_driver;
 
 /* One node we created. */
 typedef struct zkr__node {
@@ -40,6 +45,15 @@ typedef struct zkr__node {
     int64_t session;  /* the session that owns it */
     zkr__track_t *track; /* set once the node grants a hold */
 } zkr__node_t;
+
+/* A lock object's hold listener, set and read under the object's mutex. */
+typedef struct zkr__hold_listener {
+    zkr_hold_fn fn;
+    void *ctx;
+} zkr__hold_listener_t;
+/* Returns ZKR_OK. */
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx);
+zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l);
 
 /* Start telling whether the hold this node grants is safe (fn may be NULL).
  * Returns ZKR_OK or ZKR_ENOMEM. */

@@ -17,6 +17,21 @@ typedef struct zkr__zh zkr__zh_t;
 /* Map a ZooKeeper return code to a ZKR_E... code. */
 int zkr__zk_error(int zrc);
 
+/* What a ZooKeeper return code says about the request's fate.  ZooKeeper's
+ * codes are an enum (ZOO_ERRORS), compared with if, not case. */
+typedef enum zkr__zk_class {
+    ZKR__ZC_OK = 0,      /* ZOK */
+    ZKR__ZC_CONNECTION,  /* the connection failed under it: fate unknown,
+                            the session may live on (ZCONNECTIONLOSS,
+                            ZOPERATIONTIMEOUT, and ZRUNTIMEINCONSISTENCY:
+                            an unexpected reply, after which the C client
+                            drops the connection) */
+    ZKR__ZC_SESSION,     /* the session is gone or the handle is closing */
+    ZKR__ZC_FINAL        /* the server's answer: it will not change by
+                            retrying the same request (ZNONODE, ZNOAUTH, ...) */
+} zkr__zk_class_t;
+zkr__zk_class_t zkr__zk_class(int zrc);
+
 /* Every answer to a request on a client's handle passes through here
  * (returns zrc unchanged).  "Session expired" or "session moved" means the
  * server no longer counts this connection as the session's: the C client
@@ -24,6 +39,24 @@ int zkr__zk_error(int zrc);
  * another connection to the same server), so the client declares the
  * session LOST at once and builds a new one. */
 int zkr__zh_answer(zhandle_t *zh, int zrc);
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+/* Every lock object and lease holds the client: its memory outlives
+ * zkr_client_close until the last of them is freed, so freeing or
+ * releasing one after (or while) the client closes is safe.  retain fails
+ * with ZKR_ECLOSED once the client is closing. */
+int zkr__client_retain(zkr_client_t *c);
+void zkr__client_release(zkr_client_t *c);
+
+/* The library's own messages (ZKR_LOG_*), to the client's log callback or
+ * stderr (log.c).  c may be NULL.  May be called with c->mu held: a log
+ * callback must not call into the library. */
+void zkr__log(zkr_client_t *c, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* Mark the calling thread as inside a blocking call on `c`, so that
  * zkr_client_close waits for it.  ZKR_ECLOSED if the client is closing. */
@@ -53,84 +86,130 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 
 typedef struct zkr__track zkr__track_t;
 
-/* Track the hold whose node is `path`, created by `session`.  State starts
- * SAFE (IN_DOUBT if the client is not connected now).  fn may be NULL (poll
- * only).  Returns ZKR_OK or ZKR_ENOMEM. */
-int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr_hold_fn fn, void *ctx,
-                   zkr__track_t **out);
+/* Track the node at `path` that `session` just created on handle h: one
+ * data watch on it, set asynchronously, tells if anyone else deletes it.
+ * Returns ZKR_OK, ZKR_ENOMEM. */
+int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out);
+/* The node grants a hold: it starts SAFE if the client is connected on its
+ * session now, IN_DOUBT if disconnected, LOST if the session or the node is
+ * gone; the listener is told at once if it does not start SAFE (an acquire
+ * that returned ZKR_OK implies SAFE).  fn may be NULL (poll only): such a
+ * hold changes state exactly like the others. */
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
+/* The waiter (id) to wake if the node is deleted; 0 for none. */
+void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter);
+/* 1 if the node was seen deleted by someone else; mark it so. */
+int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t);
+void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t);
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
 /* Stop tracking; after it returns fn is not running (unless called from fn)
- * and will not run again.  Returns the last state.  NULL is a no-op. */
+ * and will not run again.  Returns the last state (ZKR_HOLD_LOST also for
+ * a node deleted by someone else).  NULL is a no-op. */
 zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
 
-/* The client's mutex: waiters and async completions synchronise on it. */
-pthread_mutex_t *zkr__client_mutex(zkr_client_t *c);
-/* Caller holds the client mutex. */
-int zkr__client_closing_locked(const zkr_client_t *c);
-
-/* ---- waiters: one per blocked caller, woken only by its own watch or by a
- * session event ----------------------------------------------------------- */
+/* ---- waiting: one waiter per blocked caller, woken only by its own watch
+ * or by a session event; the locking is inside these functions. -------- */
 
 #define ZKR__WAKE_WATCH   1u  /* its own watch fired */
 #define ZKR__WAKE_SESSION 2u  /* a session event (state change) */
 #define ZKR__WAKE_CLOSE   4u  /* the client is closing */
-#define ZKR__WAKE_OTHER   8u  /* explicit wake (zkr__waiter_wake) */
 
 typedef struct zkr__waiter {
     uint64_t id;
     pthread_cond_t cond;
-    unsigned events; /* ZKR__WAKE_* bits, under the client mutex */
+    unsigned events; /* ZKR__WAKE_* bits, under the client's waiters mutex */
+    char *watching;  /* the node whose data watch it waits on, or NULL */
     struct zkr__waiter *next;
 } zkr__waiter_t;
 
+/* Returns ZKR_OK, ZKR_ESYSTEM, ZKR_ECLOSED (the client is closing). */
 int zkr__waiter_init(zkr_client_t *c, zkr__waiter_t *w);
 void zkr__waiter_destroy(zkr_client_t *c, zkr__waiter_t *w);
-/* Watcher function and context to register a watch that wakes `w`.  The
- * context is an id, not a pointer: a watch that fires after its waiter has
- * gone is ignored safely. */
+/* Forget earlier events: call before setting the watches whose events the
+ * next zkr__waiter_wait must see. */
+void zkr__waiter_arm(zkr_client_t *c, zkr__waiter_t *w);
+/* Watcher function and context for a watch that wakes `w`.  The context is
+ * an id, not a pointer: a watch that fires after its waiter has gone is
+ * ignored safely. */
 watcher_fn zkr__waiter_watcher(void);
 void *zkr__waiter_ctx(const zkr__waiter_t *w);
-/* Wait (client mutex held by the caller) until an event bit is set or the
- * deadline passes; returns and clears the bits (0 on timeout). */
-unsigned zkr__waiter_wait_locked(zkr_client_t *c, zkr__waiter_t *w, int64_t deadline);
-void zkr__waiter_wake(zkr_client_t *c, zkr__waiter_t *w);
+/* Wake the waiter with this id, if it still waits.  Caller may hold c->mu. */
+void zkr__waiter_wake_id(zkr_client_t *c, uint64_t id, unsigned bits);
+/* Record the node whose data watch `w` waits on (NULL: none).  Returns
+ * ZKR_OK, ZKR_ENOMEM. */
+int zkr__waiter_watching(zkr_client_t *c, zkr__waiter_t *w, const char *path);
+/* Wake every waiter of this client watching `path`: a release removes the
+ * watches of its own session on its node before deleting it (so the delete
+ * wakes only the next waiter's session), and wakes its own session's
+ * waiters on that node here. */
+void zkr__waiters_wake_path(zkr_client_t *c, const char *path);
+/* Wait until an event arrives since the last arm, or the deadline.
+ * Returns the ZKR__WAKE_* bits (0 on timeout; ZKR__WAKE_CLOSE once the
+ * client is closing). */
+unsigned zkr__waiter_wait(zkr_client_t *c, zkr__waiter_t *w, int64_t deadline);
 
-/* ---- background work ------------------------------------------------------ */
+/* One look at a watched condition, for zkr__watch_loop: make the reads on
+ * handle h, setting watches with zkr__waiter_watcher()/ctx(w), and decide.
+ * `can_wait` is 0 when the deadline has passed (do not set a watch then:
+ * return ZKR_ETIMEDOUT).  Returns ZKR_OK or a negative ZKR_E... code (the
+ * loop ends with it), or one of: */
+#define ZKR__STEP_WAIT 1      /* watches set: wait for one to fire */
+#define ZKR__STEP_AGAIN 2     /* look again at once */
+#define ZKR__STEP_RECONNECT 3 /* connection or session trouble: wait until
+                                 the session is usable again, then look */
+typedef int (*zkr__step_fn)(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
+                            int can_wait);
 
-/* Delete `path` (version -1) in the background until it succeeds, the node
- * is gone, or session `session_id` is gone.  Used for every node that an
- * abandoned or released hold could otherwise leave behind. */
+/* The one watch-and-wait loop of the library.  Work that belongs to
+ * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.  If
+ * `own` is not NULL (the tracked node the work waits with), its deletion
+ * by someone else wakes the loop too.  Returns what step returned, or
+ * ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
+int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
+                    void *arg);
+
+/* ---- background deletes -------------------------------------------------- */
+
+/* Delete `path` (version -1) in the background until it succeeds or the
+ * node is gone.  Entries are kept across sessions (every path carries a
+ * unique protected uuid, so a late delete is always safe, and a session
+ * declared LOST by timeout may still be alive on the server).  Errors of
+ * the connection or session are retried without limit; any other error
+ * (ZNOAUTH, ...) ZKR__DELETE_MAX_FAILURES times with backoff, then the
+ * delete is given up and logged.  Used for every node that an abandoned or
+ * released hold could otherwise leave behind. */
 void zkr__client_delete_later(zkr_client_t *c, const char *path, int64_t session_id);
-/* Delete, in the background, every child of `dir` whose name starts with
- * `prefix` (a protected "_c_<uuid>-" prefix whose create reply was lost). */
+/* The same for every child of `dir` whose name starts with `prefix` (a
+ * protected "_c_<uuid>-" prefix whose create reply was lost). */
 void zkr__client_delete_prefix_later(zkr_client_t *c, const char *dir, const char *prefix,
                                      int64_t session_id);
-/* Number of background deletes not yet done (tests). */
+#define ZKR__DELETE_MAX_FAILURES 6
+/* Background deletes not yet done, and deletes given up since open. */
 int zkr__client_pending_deletes(zkr_client_t *c);
-
-/* Run fn(arg) on the client's own thread (where listeners run). */
-int zkr__client_post(zkr_client_t *c, void (*fn)(void *), void *arg);
+int zkr__client_abandoned_deletes(zkr_client_t *c);
 
 /* ---- subscriptions: watches whose events run a callback on the client
- * thread (revocation, shared counts).  The watch context is the id, so a
- * watch that fires after zkr__sub_remove is ignored. ----------------------- */
+ * thread (revocation).  The watch context is the id, so a watch that fires
+ * after zkr__sub_remove is ignored. ---------------------------------------- */
 
 typedef void (*zkr__sub_fn)(zkr_client_t *c, void *arg, int type, const char *path);
 
-/* Register fn(arg); *id is the watch context to pass with zkr__sub_watcher(). */
+/* Register fn(arg); *ctx is the watch context to pass with zkr__sub_watcher().
+ * Returns ZKR_OK, ZKR_ENOMEM. */
 int zkr__sub_add(zkr_client_t *c, zkr__sub_fn fn, void *arg, void **ctx);
 /* After it returns fn is not running (unless called from fn itself) and
  * will not run again for this subscription. */
 void zkr__sub_remove(zkr_client_t *c, void *ctx);
 watcher_fn zkr__sub_watcher(void);
+/* Queue an event of `type` for the subscription, as its watch would (from
+ * a completion: the event runs on the client thread). */
+void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path);
 
-/* Internal state listeners, called on the client's thread right after the
- * public ones see the same state. */
-int zkr__client_add_hook(zkr_client_t *c, zkr_state_fn fn, void *ctx);
-int zkr__client_remove_hook(zkr_client_t *c, zkr_state_fn fn, void *ctx);
+/* The ACL of every node the recipes create (the client's option). */
+const struct ACL_vector *zkr__client_acl(const zkr_client_t *c);
 
 /* Create `path` and any missing ancestors as CONTAINER nodes with empty
- * data and the open ACL.  ZNODEEXISTS is success. */
-int zkr__ensure_path(zhandle_t *zh, const char *path);
+ * data and the client's ACL.  ZNODEEXISTS is success. */
+int zkr__ensure_path(zkr_client_t *c, zhandle_t *zh, const char *path);
 
 #endif

@@ -121,6 +121,19 @@ int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t
     for (size_t i = 0; i < n; i++)
         if (!valid_ops(locks[i]))
             return ZKR_EINVAL;
+    /* Combinations that can never be granted are refused now, not at the
+     * deadline: the same lock twice, or a read lock before the write lock
+     * of the same read/write lock (an upgrade). */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = i + 1; j < n; j++) {
+            if (locks[i].obj != locks[j].obj)
+                continue;
+            if (locks[i].ops == locks[j].ops)
+                return ZKR_EINVAL;
+            if (locks[i].ops == &rd_ops && locks[j].ops == &wr_ops)
+                return ZKR_EDEADLK;
+        }
+    }
     zkr_multilock_t *ml = calloc(1, sizeof *ml);
     if (!ml)
         return ZKR_ENOMEM;

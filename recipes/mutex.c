@@ -25,8 +25,7 @@ struct zkr_mutex {
     zkr__holds_t holds; /* hold->extra is its revoke_watch_t, if any */
     zkr_revoke_fn revoke_fn;
     void *revoke_ctx;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 #define mutex_driver zkr__lock_driver
@@ -50,6 +49,13 @@ int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *path)
         free(m);
         return ZKR_ESYSTEM;
     }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        pthread_mutex_destroy(&m->mu);
+        free(m->path);
+        free(m);
+        return rc;
+    }
     m->c = c;
     m->holds.mu = &m->mu;
     *out = m;
@@ -58,8 +64,16 @@ int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *path)
 
 /* ---- revocation ------------------------------------------------------------- */
 
-/* Re-arm the data watch on our own node and report whether it already says
- * "__REVOKE__".  Runs on the client thread or the acquiring thread. */
+/* A "this node was asked to let go" event, posted by re_arm_done. */
+#define REVOKE_ASKED 1000
+
+static int is_revoke_message(const char *data, int len)
+{
+    return data && len == REVOKE_LEN && memcmp(data, REVOKE_MESSAGE, REVOKE_LEN) == 0;
+}
+
+/* Arm the data watch on our own node and report whether it already says
+ * "__REVOKE__".  Synchronous: only on the acquiring thread. */
 static int arm_revoke_watch(zkr_client_t *c, revoke_watch_t *rw)
 {
     zkr__zh_t *h;
@@ -70,17 +84,50 @@ static int arm_revoke_watch(zkr_client_t *c, revoke_watch_t *rw)
     struct Stat st;
     int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), rw->path, zkr__sub_watcher(), rw->sub, buf, &len, &st));
     zkr__client_put_handle(c, h);
-    return zrc == ZOK && len == REVOKE_LEN && memcmp(buf, REVOKE_MESSAGE, REVOKE_LEN) == 0;
+    return zrc == ZOK && is_revoke_message(buf, len);
 }
 
+typedef struct re_arm_op {
+    zkr_client_t *c;
+    void *sub; /* the subscription id: the watch may outlive rw */
+} re_arm_op_t;
+
+static void re_arm_done(int zrc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    (void)st;
+    re_arm_op_t *op = (re_arm_op_t *)data;
+    if (zrc == ZOK && is_revoke_message(value, len))
+        zkr__sub_post(op->c, op->sub, REVOKE_ASKED, NULL);
+    free(op);
+}
+
+/* Runs on the client thread, which never waits on the network: the watch
+ * is re-armed asynchronously, and its answer comes back as REVOKE_ASKED. */
 static void revoke_event(zkr_client_t *c, void *arg, int type, const char *path)
 {
     (void)path;
     revoke_watch_t *rw = arg;
+    if (type == REVOKE_ASKED) {
+        rw->fn(rw->m, rw->ctx);
+        return;
+    }
     if (type != ZOO_CHANGED_EVENT)
         return; /* deleted (released) or other: nothing to do */
-    if (arm_revoke_watch(c, rw))
-        rw->fn(rw->m, rw->ctx);
+    zkr__zh_t *h;
+    if (zkr__client_get_handle(c, &h) != ZKR_OK)
+        return;
+    re_arm_op_t *op = malloc(sizeof *op);
+    int zrc = ZSYSTEMERROR;
+    if (op) {
+        op->c = c;
+        op->sub = rw->sub;
+        zrc = zoo_awget(zkr__zh(h), rw->path, zkr__sub_watcher(), rw->sub, re_arm_done, op);
+    }
+    zkr__client_put_handle(c, h);
+    if (zrc != ZOK) {
+        free(op);
+        zkr__log(c, ZKR_LOG_WARN, "cannot watch %s for revocation: %s", rw->path, zerror(zrc));
+    }
 }
 
 static void revoke_stop(zkr_client_t *c, revoke_watch_t *rw)
@@ -93,7 +140,7 @@ static void revoke_stop(zkr_client_t *c, revoke_watch_t *rw)
     free(rw);
 }
 
-static revoke_watch_t *revoke_start(zkr_mutex_t *m, const char *node_path, zkr_revoke_fn fn, void *ctx)
+static revoke_watch_t *revoke_new(zkr_mutex_t *m, const char *node_path, zkr_revoke_fn fn, void *ctx)
 {
     revoke_watch_t *rw = calloc(1, sizeof *rw);
     if (!rw)
@@ -107,8 +154,6 @@ static revoke_watch_t *revoke_start(zkr_mutex_t *m, const char *node_path, zkr_r
         free(rw);
         return NULL;
     }
-    if (arm_revoke_watch(m->c, rw))
-        fn(m, ctx); /* asked before we were watching: tell at once */
     return rw;
 }
 
@@ -153,8 +198,8 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
     pthread_mutex_lock(&m->mu);
     zkr_revoke_fn rfn = m->revoke_fn;
     void *rctx = m->revoke_ctx;
-    zkr_hold_fn hfn = m->hold_fn;
-    void *hctx = m->hold_ctx;
+    zkr_hold_fn hfn = m->hold.fn;
+    void *hctx = m->hold.ctx;
     pthread_mutex_unlock(&m->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -169,19 +214,24 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         zkr__node_delete(m->c, &h->node);
         rc = ZKR_ENOMEM;
     }
-    if (rc == ZKR_OK && rfn) {
-        h->extra = revoke_start(m, h->node.path, rfn, rctx);
-        if (!h->extra) {
-            zkr__node_delete(m->c, &h->node);
-            rc = ZKR_ENOMEM;
-        }
+    revoke_watch_t *rw = NULL;
+    if (rc == ZKR_OK && rfn && !(rw = revoke_new(m, h->node.path, rfn, rctx))) {
+        zkr__node_delete(m->c, &h->node);
+        rc = ZKR_ENOMEM;
     }
-    zkr__client_leave(m->c);
     if (rc != ZKR_OK) {
+        zkr__client_leave(m->c);
         free(h);
         return rc;
     }
+    /* Recorded before anyone can ask it to let go: a revocation function
+     * that releases finds the hold. */
+    h->extra = rw;
     zkr__holds_add(&m->holds, h);
+    int asked = rw && arm_revoke_watch(m->c, rw);
+    zkr__client_leave(m->c);
+    if (asked)
+        rfn(m, rctx); /* asked before we were watching: tell at once */
     return ZKR_OK;
 }
 
@@ -213,11 +263,7 @@ int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
 {
     if (!m)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&m->mu);
-    m->hold_fn = fn;
-    m->hold_ctx = ctx;
-    pthread_mutex_unlock(&m->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&m->mu, &m->hold, fn, ctx);
 }
 
 zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)
@@ -265,6 +311,7 @@ void zkr_mutex_free(zkr_mutex_t *m)
     while ((h = zkr__holds_pop(&m->holds)))
         hold_release(m, h);
     pthread_mutex_destroy(&m->mu);
+    zkr__client_release(m->c);
     free(m->path);
     free(m);
 }

@@ -19,8 +19,7 @@ struct zkr_rwlock {
     pthread_mutex_t mu;
     zkr__holds_t reads;
     zkr__holds_t writes;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 static const char *rw_key(const char *name, const char *marker)
@@ -31,7 +30,7 @@ static const char *rw_key(const char *name, const char *marker)
 
 static const int one_writer = 1;
 
-static const zkr__driver_t write_driver = {
+const zkr__driver_t zkr__write_driver = {
     .marker = WRITE_MARKER,
     .key = rw_key,
     .key_marker = NULL,
@@ -54,7 +53,7 @@ static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t 
     return 1;
 }
 
-static const zkr__driver_t read_driver = {
+const zkr__driver_t zkr__read_driver = {
     .marker = READ_MARKER,
     .key = rw_key,
     .key_marker = NULL,
@@ -80,6 +79,13 @@ int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path)
         free(l->path);
         free(l);
         return ZKR_ESYSTEM;
+    }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        pthread_mutex_destroy(&l->mu);
+        free(l->path);
+        free(l);
+        return rc;
     }
     l->c = c;
     l->reads.mu = &l->mu;
@@ -135,8 +141,8 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             return ZKR_ENOMEM;
         }
     }
-    zkr_hold_fn hfn = l->hold_fn;
-    void *hctx = l->hold_ctx;
+    zkr_hold_fn hfn = l->hold.fn;
+    void *hctx = l->hold.ctx;
     pthread_mutex_unlock(&l->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -164,7 +170,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             rc = ZKR_ESESSIONLOST;
         }
     } else {
-        rc = zkr__queue_acquire(l->c, l->path, writer ? &write_driver : &read_driver, "", 0, deadline, &h->node);
+        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver, "", 0, deadline, &h->node);
     }
     if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
         zkr__node_delete(l->c, &h->node);
@@ -235,11 +241,7 @@ int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
 {
     if (!l)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&l->mu);
-    l->hold_fn = fn;
-    l->hold_ctx = ctx;
-    pthread_mutex_unlock(&l->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&l->mu, &l->hold, fn, ctx);
 }
 
 static zkr_hold_state_t half_state(zkr_rwlock_t *l, zkr__holds_t *hs)
@@ -273,7 +275,7 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
 
 int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count)
 {
-    return l ? zkr__participants(l->c, l->path, &write_driver, paths, count) : ZKR_EINVAL;
+    return l ? zkr__participants(l->c, l->path, &zkr__write_driver, paths, count) : ZKR_EINVAL;
 }
 
 void zkr_rwlock_free(zkr_rwlock_t *l)
@@ -286,6 +288,7 @@ void zkr_rwlock_free(zkr_rwlock_t *l)
     while ((h = zkr__holds_pop(&l->writes)))
         hold_free(l->c, h);
     pthread_mutex_destroy(&l->mu);
+    zkr__client_release(l->c);
     free(l->path);
     free(l);
 }

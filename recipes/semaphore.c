@@ -16,8 +16,7 @@ struct zkr_semaphore {
     int max_fixed;
     char *count_path; /* NULL: max_fixed applies */
     pthread_mutex_t mu;
-    zkr_hold_fn hold_fn;
-    void *hold_ctx;
+    zkr__hold_listener_t hold;
 };
 
 struct zkr_lease {
@@ -39,6 +38,8 @@ static const zkr__driver_t lease_driver = {
 
 static void sem_destroy(zkr_semaphore_t *s)
 {
+    if (s->c)
+        zkr__client_release(s->c);
     pthread_mutex_destroy(&s->mu);
     free(s->locks_dir);
     free(s->leases_dir);
@@ -55,6 +56,11 @@ static int sem_make(zkr_semaphore_t **out, zkr_client_t *c, const char *path, in
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         free(s);
         return ZKR_ESYSTEM;
+    }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        sem_destroy(s);
+        return rc;
     }
     s->c = c;
     s->max_fixed = max;
@@ -111,81 +117,47 @@ static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *ma
     return ZKR_OK;
 }
 
-/* Wait, as holder of locks/, until our lease is among at most max leases. */
-static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
+typedef struct room_step {
+    zkr_semaphore_t *s;
+    const char *name; /* our lease's name */
+} room_step_t;
+
+/* As holder of locks/: read the max (watched, if shared) and list the
+ * leases with a children watch (only the locks/ holder watches them, so
+ * there is no herd); done when ours is among at most max leases. */
+static int room_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w, int can_wait)
 {
-    zkr_client_t *c = s->c;
-    zkr__waiter_t w;
-    int rc = zkr__waiter_init(c, &w);
-    if (rc != ZKR_OK)
-        return rc;
-    pthread_mutex_t *mu = zkr__client_mutex(c);
-    const char *name = zkr__path_basename(lease->path);
-    for (;;) {
-        zkr__zh_t *h;
-        if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
-            break;
-        if (zkr__zh_session(c, h) != lease->session) {
-            zkr__client_put_handle(c, h);
-            rc = ZKR_ESESSIONLOST;
-            break;
-        }
-        pthread_mutex_lock(mu);
-        w.events = 0;
-        pthread_mutex_unlock(mu);
-        int max = s->max_fixed;
-        rc = ZKR_OK;
-        if (s->count_path)
-            rc = read_count(zkr__zh(h), s->count_path, &w, &max);
-        struct String_vector sv = {0, NULL};
-        int zrc = ZOK;
-        if (rc == ZKR_OK) {
-            /* Only the holder of locks/ watches the leases: no herd. */
-            zrc = zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
-                                                               zkr__waiter_ctx(&w), &sv));
-            rc = zkr__zk_error(zrc);
-        }
-        zkr__client_put_handle(c, h);
-        if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
-            deallocate_String_vector(&sv);
-            if ((rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
-                break;
-            continue;
-        }
-        if (rc != ZKR_OK) {
-            deallocate_String_vector(&sv);
-            break;
-        }
+    (void)c;
+    room_step_t *r = arg;
+    zkr_semaphore_t *s = r->s;
+    int max = s->max_fixed;
+    int rc = ZKR_OK;
+    if (s->count_path)
+        rc = read_count(zkr__zh(h), s->count_path, w, &max);
+    struct String_vector sv = {0, NULL};
+    if (rc == ZKR_OK)
+        rc = zkr__zk_error(zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
+                                                                     zkr__waiter_ctx(w), &sv)));
+    if (rc == ZKR_OK) {
         int found = 0;
         for (int32_t i = 0; i < sv.count; i++)
-            if (sv.data[i] && strcmp(sv.data[i], name) == 0)
+            if (sv.data[i] && strcmp(sv.data[i], r->name) == 0)
                 found = 1;
-        int32_t count = sv.count;
-        deallocate_String_vector(&sv);
-        if (!found) {
-            rc = ZKR_ESESSIONLOST; /* our lease vanished with its session */
-            break;
-        }
-        if (count <= max) {
-            rc = ZKR_OK;
-            break;
-        }
-        pthread_mutex_lock(mu);
-        unsigned ev = zkr__remaining_ms(deadline) == 0 ? 0 : zkr__waiter_wait_locked(c, &w, deadline);
-        pthread_mutex_unlock(mu);
-        if (ev & ZKR__WAKE_CLOSE) {
-            rc = ZKR_ECLOSED;
-            break;
-        }
-        if (ev == 0) {
-            rc = ZKR_ETIMEDOUT;
-            break;
-        }
-        if ((ev & ZKR__WAKE_SESSION) && (rc = zkr__client_wait_session(c, lease->session, deadline)) != ZKR_OK)
-            break;
+        if (!found)
+            rc = ZKR_EDELETED; /* listed on its session: someone else deleted it */
+        else if (sv.count > max)
+            rc = can_wait ? ZKR__STEP_WAIT : ZKR_ETIMEDOUT;
+    } else if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
+        rc = ZKR__STEP_RECONNECT;
     }
-    zkr__waiter_destroy(c, &w);
+    deallocate_String_vector(&sv);
     return rc;
+}
+
+static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
+{
+    room_step_t r = {s, zkr__path_basename(lease->path)};
+    return zkr__watch_loop(s->c, lease->session, lease->track, deadline, room_step, &r);
 }
 
 static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
@@ -194,10 +166,16 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     zkr_lease_t *l = calloc(1, sizeof *l);
     if (!l)
         return ZKR_ENOMEM;
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        free(l);
+        return rc;
+    }
     l->c = c;
     zkr__node_t lock;
-    int rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
+    rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
     if (rc != ZKR_OK) {
+        zkr__client_release(c);
         free(l);
         return rc;
     }
@@ -210,16 +188,14 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     }
     zkr__node_delete(c, &lock);
     if (rc == ZKR_OK) {
-        pthread_mutex_lock(&s->mu);
-        zkr_hold_fn fn = s->hold_fn;
-        void *ctx = s->hold_ctx;
-        pthread_mutex_unlock(&s->mu);
-        if (zkr__node_track(c, &l->node, fn, ctx) != ZKR_OK) {
+        zkr__hold_listener_t hl = zkr__hold_listener_get(&s->mu, &s->hold);
+        if (zkr__node_track(c, &l->node, hl.fn, hl.ctx) != ZKR_OK) {
             zkr__node_delete(c, &l->node);
             rc = ZKR_ENOMEM;
         }
     }
     if (rc != ZKR_OK) {
+        zkr__client_release(c);
         free(l);
         return rc;
     }
@@ -231,11 +207,7 @@ int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ct
 {
     if (!s)
         return ZKR_EINVAL;
-    pthread_mutex_lock(&s->mu);
-    s->hold_fn = fn;
-    s->hold_ctx = ctx;
-    pthread_mutex_unlock(&s->mu);
-    return ZKR_OK;
+    return zkr__hold_listener_set(&s->mu, &s->hold, fn, ctx);
 }
 
 zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *l)
@@ -247,6 +219,8 @@ int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms, zkr_l
 {
     if (!s || !leases || n < 1)
         return ZKR_EINVAL;
+    if (!s->count_path && n > s->max_fixed)
+        return ZKR_EDEADLK; /* more leases than the semaphore has: never */
     int64_t deadline = zkr__deadline(timeout_ms);
     for (int i = 0; i < n; i++)
         leases[i] = NULL;
@@ -276,6 +250,7 @@ int zkr_lease_return(zkr_lease_t *l)
     if (!l)
         return ZKR_OK;
     int rc = zkr__node_delete(l->c, &l->node);
+    zkr__client_release(l->c);
     free(l);
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
 }
@@ -316,8 +291,8 @@ int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
 
 int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
 {
-    if (!c || !zkr__path_valid(count_path))
-        return ZKR_EINVAL;
+    if (!c || !zkr__path_valid(count_path) || value < 1)
+        return ZKR_EINVAL; /* a semaphore of less than one lease never grants */
     int rc = zkr__client_enter(c);
     if (rc != ZKR_OK)
         return rc;
@@ -334,11 +309,11 @@ int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
         const char *slash = strrchr(count_path, '/');
         if (slash && slash != count_path) {
             char *parent = strndup(count_path, (size_t)(slash - count_path));
-            rc = parent ? zkr__ensure_path(zh, parent) : ZKR_ENOMEM;
+            rc = parent ? zkr__ensure_path(c, zh, parent) : ZKR_ENOMEM;
             free(parent);
         }
         if (rc == ZKR_OK) {
-            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0));
+            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, zkr__client_acl(c), 0, NULL, 0));
             if (zrc == ZNODEEXISTS)
                 zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
         }

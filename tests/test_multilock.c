@@ -314,23 +314,37 @@ static void test_all_or_nothing(void)
 }
 
 /* A part that can never be granted (an upgrade) fails the whole acquire
- * with its own code, and what was taken is given back. */
+ * with its own code, and what was taken is given back.  (Inside one
+ * multi-lock, read before write of the same lock is refused at new.) */
 static void test_part_error_code(void)
 {
-    char p[128];
+    char p[128], pm[128];
     zkt_path("ml-edeadlk", p, sizeof p);
+    zkt_path("ml-edeadlk-m", pm, sizeof pm);
     zhandle_t *raw = zkt_raw();
     zkr_client_t *c = zkt_client(SESSION_MS);
     zkr_rwlock_t *l;
+    zkr_mutex_t *m;
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l, c, p), ZKR_OK);
-    zkr_lock_ref_t parts[2] = {zkr_rwlock_read_ref(l), zkr_rwlock_write_ref(l)};
-    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, pm), ZKR_OK);
+    zkr_lock_ref_t upgrade[2] = {zkr_rwlock_read_ref(l), zkr_rwlock_write_ref(l)};
+    zkr_multilock_t *ml = NULL;
+    CU_ASSERT_EQUAL(zkr_multilock_new(&ml, upgrade, 2), ZKR_EDEADLK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
+    /* The read lock taken outside: the multi-lock's write part can never
+     * be granted; its mutex part, taken first, is given back. */
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_read_acquire(l, 5000), ZKR_OK);
+    zkr_lock_ref_t parts[2] = {zkr_mutex_ref(m), zkr_rwlock_write_ref(l)};
     CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_multilock_acquire(ml, 5000), ZKR_EDEADLK);
-    CU_ASSERT_FALSE(zkr_rwlock_read_is_held(l));
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     CU_ASSERT_FALSE(zkr_rwlock_write_is_held(l));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* our read node only */
+    CU_ASSERT_EQUAL(zkr_rwlock_read_release(l), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(raw, p), 0);
     zkr_multilock_free(ml);
+    zkr_mutex_free(m);
 
     /* The other way round is a downgrade: granted. */
     zkr_lock_ref_t down[2] = {zkr_rwlock_write_ref(l), zkr_rwlock_read_ref(l)};

@@ -65,48 +65,24 @@ static int64_t owner_of(zhandle_t *zh, const char *path)
 
 /* ---- the server's watch tables ----------------------------------------------------- */
 
-/* Sessions listed under the exact path `path` in a wchp report (data
- * watches; ZooKeeper's wchp/wchc/wchs never show children watches). */
+/* Sessions other than the node's owner listed under the exact path `path`
+ * in a wchp report (data watches; ZooKeeper's wchp/wchc/wchs never show
+ * children watches; the owner's own watch is the outside-deletion watch). */
 static int report_sessions(const char *report, const char *path, int64_t *out, int max)
 {
-    char *copy = strdup(report);
-    if (!copy)
-        return -1;
-    int n = 0, in = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '/') {
-            in = strcmp(line, path) == 0;
-        } else if (in) {
-            char *x = strstr(line, "0x");
-            if (x) {
-                if (n < max)
-                    out[n] = (int64_t)strtoull(x + 2, NULL, 16);
-                n++;
-            }
-        }
-    }
-    free(copy);
-    return n;
+    return zkt_watch_report_sessions(report, path, 0, out, max);
 }
 
-/* Number of data watches on dir itself or on anything below it. */
+/* Number of waiters' data watches on dir itself or on anything below it
+ * (owners' watches on their own nodes left out). */
 static int report_watches_under(const char *report, const char *dir)
 {
-    char *copy = strdup(report);
-    if (!copy)
-        return -1;
-    size_t dl = strlen(dir);
-    int n = 0, in = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '/')
-            in = strncmp(line, dir, dl) == 0 && (line[dl] == '\0' || line[dl] == '/');
-        else if (in && strstr(line, "0x"))
-            n++;
-    }
-    free(copy);
-    return n;
+    return zkt_report_waiter_watches_under(report, dir);
+}
+
+static int owner_watches_node(void *path)
+{
+    return zkt_owner_watches(path) == 1;
 }
 
 static int watches_under(const char *dir)
@@ -682,6 +658,9 @@ static void test_herd(void)
     }
     int64_t dummy[1];
     CU_ASSERT_EQUAL(report_sessions(report, path, dummy, 1), 0);
+    /* ... and each node watched by its own session, for outside deletion. */
+    for (size_t i = 0; i < np; i++)
+        CU_ASSERT_EQUAL(zkt_watch_report_sessions(report, parts[i], 1, NULL, 0), 1);
     CU_ASSERT_EQUAL(report_watches_under(report, path), HERD_N);
     free(report);
     CU_ASSERT_EQUAL(zkt_children_watches(), 0);
@@ -1244,8 +1223,11 @@ static void test_threads_one_object(void)
     other_call_t o;
     other_start(&o, m, 1, LONG_WAIT_MS, 1);
     CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, POLL_MS));
-    /* Its watch is set once its node is queued; it is still blocked. */
-    dir_watches_t dw = {path, 1};
+    /* Its watch on our node is set once its node is queued: the server
+     * shows one watch of our session there (its and our own, one session),
+     * and it is still blocked. */
+    CU_ASSERT(zkt_wait_for(owner_watches_node, mine, POLL_MS));
+    dir_watches_t dw = {path, 0};
     CU_ASSERT(zkt_wait_for(dir_watches_are, &dw, POLL_MS));
     CU_ASSERT_EQUAL(atomic_load(&o.done), 0);
     CU_ASSERT_EQUAL(zkr_mutex_is_held(m), 1);

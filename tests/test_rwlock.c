@@ -51,23 +51,9 @@ static int watch_sessions(const char *path, int64_t *ids, int max)
     char *out = zkt_4lw("wchp");
     if (!out)
         return -1;
-    int n = 0, in = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '/') {
-            in = strcmp(line, path) == 0;
-            continue;
-        }
-        if (!in)
-            continue;
-        const char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && n < max)
-            ids[n++] = (int64_t)strtoull(p + 2, NULL, 16);
-    }
+    int n = zkt_watch_report_sessions(out, path, 0, ids, max);
     free(out);
-    return n;
+    return n < max ? n : max;
 }
 
 static int64_t session_of(zkr_client_t *c)

@@ -101,7 +101,7 @@ static void test_path_valid_table(void)
         "/a", "/locks", "/locks/mutex", "/a/b/c/d", "/zookeeperx",
         "/zoo/keeper", "/a/zookeeper", "/my.lock", "/...", "/a/.b",
         "/a/..b", "/a/b.", "/_c_x-lock-", "/a b", "/\xc3\xbc\xe2\x82\xac",
-        "/~!@#$%^&*()", "/-2147483648",
+        "/~!@#$%^&*()", "/-2147483648", "/\xc2\xa0", "/\xef\xbf\xaf", "/\xef\xa4\x80",
     };
     static const char *bad[] = {
         "", "/", "a", "a/b", "locks/mutex", "/a/", "/a/b/", "//", "//a",
@@ -109,6 +109,10 @@ static void test_path_valid_table(void)
         "/a/..", "/a\x01", "/\x01", "/a\x1fz", "/a\tb", "/a\nb", "/a\rb",
         "/a\x7f", "/\x7f/b", "/a/b\x1b[0m", "/zookeeper", "/zookeeper/",
         "/zookeeper/quota", "/zookeeper/config/x",
+        /* bytes ZooKeeper refuses: C1 controls, U+FFFF, private use,
+         * 4-byte UTF-8 (surrogate pairs in Java), malformed UTF-8 */
+        "/a\xc2\x80", "/\xc2\x9f", "/\xef\xbf\xbf", "/\xef\xbf\xb0", "/\xee\x80\x80",
+        "/\xf0\x9f\x98\x80", "/\xff", "/a\xc3", "/\xc0\xaf", "/\xe0\x80\xaf", "/\xed\xa0\x80",
     };
     size_t i;
 

@@ -1,14 +1,39 @@
 /* Path helpers: validation, joining, last component. */
 #include "util/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ZKR__RESERVED "/zookeeper"
 
-static int is_bad_char(unsigned char c)
+/* ZooKeeper's own rule (PathUtils.validatePath), on the Java chars the
+ * server decodes our UTF-8 into: no U+0000-U+001F, U+007F-U+009F,
+ * U+D800-U+F8FF, U+FFF0-U+FFFF.  A code point past U+FFFF becomes a
+ * surrogate pair (U+D800-U+DFFF), and malformed UTF-8 becomes U+FFFD: both
+ * refused. */
+static int is_bad_code_point(uint32_t cp)
 {
-    return (c >= 0x01 && c <= 0x1f) || c == 0x7f;
+    return cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0;
+}
+
+/* Decode one UTF-8 sequence of at most 3 bytes at s (n bytes left, n >= 1).
+ * Returns its length, or 0 if it is malformed, overlong or longer. */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf && n >= 2 && (s[1] & 0xc0) == 0x80) {
+        *cp = ((uint32_t)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
+        return 2;
+    }
+    if ((s[0] & 0xf0) == 0xe0 && n >= 3 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80) {
+        *cp = ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
+        return *cp >= 0x800 ? 3 : 0; /* not overlong */
+    }
+    return 0;
 }
 
 int zkr__path_valid(const char *path)
@@ -36,8 +61,11 @@ int zkr__path_valid(const char *path)
     for (i = 1; i <= len; i++) {
         unsigned char c = (unsigned char)path[i];
         if (c != '\0' && c != '/') {
-            if (is_bad_char(c))
+            uint32_t cp;
+            size_t n = utf8_decode((const unsigned char *)path + i, len - i, &cp);
+            if (n == 0 || is_bad_code_point(cp))
                 return 0;
+            i += n - 1;
             continue;
         }
         /* component is path[start .. i) */

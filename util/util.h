@@ -12,7 +12,10 @@
 /* 1 if `path` is a valid absolute ZooKeeper path usable as a lock path:
  * starts with '/', no trailing '/' (except "/" itself, which is refused
  * here: a lock needs a directory of its own), no empty component, no "." or
- * ".." component, no control characters or NUL, length <= ZKR__PATH_MAX.
+ * ".." component, length <= ZKR__PATH_MAX bytes, and only characters
+ * ZooKeeper accepts (well-formed UTF-8 of at most 3 bytes a character; no
+ * U+0000-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF), so a path
+ * that passes is never refused by the server for its form.
  * 0 otherwise (including NULL). */
 #define ZKR__PATH_MAX 1024
 int zkr__path_valid(const char *path);

@@ -8,8 +8,8 @@
  * Threading: every function may be called from any thread.  Listeners run
  * one at a time, in registration order, on a thread owned by the client
  * (never on ZooKeeper's completion thread), so a listener may call any
- * library function, including zkr_client_remove_listener on itself.  It must
- * not call zkr_client_close on its own client. */
+ * library function, including zkr_client_remove_listener on itself, but
+ * not zkr_client_close on its own client (ZKR_EDEADLK). */
 #ifndef ZKR_CLIENT_H
 #define ZKR_CLIENT_H
 
@@ -37,40 +37,133 @@ typedef enum zkr_state {
 /* "CONNECTED", "SUSPENDED", ... ; "UNKNOWN" for out-of-range values. */
 ZKR_EXTERN const char *zkr_state_name(zkr_state_t state);
 
+/* Permissions of an ACL entry (ZooKeeper's bits). */
+#define ZKR_PERM_READ 1
+#define ZKR_PERM_WRITE 2
+#define ZKR_PERM_CREATE 4
+#define ZKR_PERM_DELETE 8
+#define ZKR_PERM_ADMIN 16
+#define ZKR_PERM_ALL 31
+
+/* One ACL entry: permissions for an identity, e.g. {ZKR_PERM_ALL, "digest",
+ * "app:<base64 sha1 of app:password>"} or {ZKR_PERM_READ, "world",
+ * "anyone"}. */
+typedef struct zkr_acl {
+    int32_t perms;
+    const char *scheme;
+    const char *id;
+} zkr_acl_t;
+
+/* The ACL recipes put on every node and parent they create (Curator's
+ * ACLProvider).  Existing nodes keep theirs: ZooKeeper checks a node's
+ * CREATE/DELETE rights on its parent, so a lock directory made under
+ * ZKR_ACL_CREATOR_ALL admits only its creator's identity. */
+typedef enum zkr_acl_mode {
+    ZKR_ACL_OPEN = 0,        /* anyone may do anything (the default, as Curator) */
+    ZKR_ACL_CREATOR_ALL = 1, /* only the authenticated identity that created
+                                the node: processes sharing that identity
+                                share the locks; any other session, or none,
+                                gets ZKR_ENOAUTH from every recipe call and
+                                cannot delete, write (revoke) or queue.
+                                Needs auth_scheme.  Trade-off: only that
+                                identity can clean such nodes up by hand. */
+    ZKR_ACL_CUSTOM = 2       /* the entries in acl[0 .. acl_count) */
+} zkr_acl_mode_t;
+
+/* Log levels (as the ZooKeeper C client's). */
+#define ZKR_LOG_ERROR 1
+#define ZKR_LOG_WARN 2
+#define ZKR_LOG_INFO 3
+#define ZKR_LOG_DEBUG 4
+
+/* A log line of client c: `source` is "zkrecipes" (the library's own:
+ * background deletes given up, refused deletes, credentials refused,
+ * session rebuilds, holds lost to an outside deletion) or "zookeeper" (the
+ * ZooKeeper C client's lines for this client's handles).  Called on any of
+ * the library's or the C client's threads, possibly with a library lock
+ * held: keep it short and thread-safe, and do not call into the library. */
+typedef void (*zkr_log_fn)(zkr_client_t *c, int level, const char *source, const char *message,
+                           void *ctx);
+
+/* Session timeouts zkr_client_open accepts (ms); 0 means the default. */
+#define ZKR_SESSION_TIMEOUT_MIN_MS 1000
+#define ZKR_SESSION_TIMEOUT_MAX_MS 600000
+
+/* Options for zkr_client_open.  Always fill with zkr_client_options_init
+ * first, then set fields: it records the struct's size, so a program built
+ * against another version's header is told (ZKR_EINVAL) instead of being
+ * misread.  This version accepts its own size only; later versions that
+ * add fields will accept this size too, giving the new fields their
+ * defaults.  (0.1.0 had no size field: programs built against it must be
+ * rebuilt.) */
 typedef struct zkr_client_options {
-    /* Requested session timeout; the server may negotiate it into
-     * [2, 20] x its tickTime.  Default 15000. */
+    /* sizeof(zkr_client_options_t) as the program was built: set by
+     * zkr_client_options_init, never by hand. */
+    size_t size;
+    /* Requested session timeout, 0 or ZKR_SESSION_TIMEOUT_MIN_MS ..
+     * ZKR_SESSION_TIMEOUT_MAX_MS; the server may negotiate it into [2, 20] x
+     * its tickTime.  Default (and 0) 15000. */
     int session_timeout_ms;
-    /* How long zkr_client_open waits for the first connection.  Default
-     * 15000; < 0 returns at once and connects in the background. */
+    /* How long zkr_client_open waits for the first connection (and the
+     * answer to the credentials).  Default 15000; < 0 returns at once and
+     * connects in the background. */
     int connect_timeout_ms;
     /* Optional chroot ("/app"): every path the client uses is relative to
-     * it.  NULL or "" for none. */
+     * it.  NULL or "" for none.  It must exist (zkr_client_open checks). */
     const char *chroot;
     /* Allow connecting to a read-only server (reports READ_ONLY). */
     int allow_read_only;
     /* Optional authentication, as zoo_add_auth (e.g. "digest", "user:pw").
-     * NULL scheme for none.  Re-added on every new session. */
+     * NULL scheme for none.  Re-added, and confirmed, on every new session.
+     * ZooKeeper's digest scheme accepts any password (the identity is the
+     * user and a hash of the password): a wrong one is a different identity,
+     * seen only as ZKR_ENOAUTH on nodes it has no rights to. */
     const char *auth_scheme;
     const char *auth_data;
     int auth_data_len;
-    /* ZooKeeper C client log level, which is process-wide: -1 (default)
-     * leaves it as it is, 0 silences it, 1 error, 2 warn, 3 info, 4 debug. */
+    /* The ZooKeeper C client's own level, which is process-wide: -1
+     * (default) leaves it as it is, 0 silences it, 1 error, 2 warn, 3 info,
+     * 4 debug; when set, it is also this client's threshold for the C
+     * client's lines (else log_level is). */
     int zk_log_level;
+    /* The ACL of every node and parent the recipes create.  Default
+     * ZKR_ACL_OPEN.  acl/acl_count: the entries for ZKR_ACL_CUSTOM (copied
+     * at open; at least one; perms 1..ZKR_PERM_ALL, scheme and id set). */
+    zkr_acl_mode_t acl_mode;
+    const zkr_acl_t *acl;
+    size_t acl_count;
+    /* Where this client's log lines go: log_fn(c, level, source, message,
+     * log_ctx) for lines at or below log_level (default ZKR_LOG_WARN; 0
+     * none).  Without log_fn the same lines go to stderr as
+     * "source: level: message".  Nothing else is written to stderr. */
+    zkr_log_fn log_fn;
+    void *log_ctx;
+    int log_level;
 } zkr_client_options_t;
 
-/* Fill `opt` with the defaults above.  NULL is ignored. */
+/* Fill `opt` with the defaults above (and its size).  NULL is ignored. */
 ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);
 
 /* Open a client.  `hosts` is a ZooKeeper connection string
- * "host:port[,host:port...]"; `opt` may be NULL for the defaults.
+ * "host:port[,host:port...]" (IPv6 as "[addr]:port"); `opt` may be NULL for
+ * the defaults.
  * Returns:
- *   ZKR_OK          *out is the client (connected unless connect_timeout_ms < 0)
- *   ZKR_EINVAL      out or hosts NULL, hosts empty or too long, bad chroot,
- *                   session_timeout_ms < 0
- *   ZKR_ETIMEDOUT   no connection within connect_timeout_ms (nothing leaks;
- *                   *out is NULL)
- *   ZKR_ENOAUTH     the server refused the authentication
+ *   ZKR_OK          *out is the client (connected, credentials accepted,
+ *                   chroot present; unless connect_timeout_ms < 0)
+ *   ZKR_EINVAL      out or hosts NULL; hosts empty, too long, with an empty
+ *                   entry, no port or a port outside 1..65535; opt->size not
+ *                   this library's (options not made by
+ *                   zkr_client_options_init of this version); bad chroot;
+ *                   session_timeout_ms outside 0 or
+ *                   ZKR_SESSION_TIMEOUT_MIN_MS..MAX; zk_log_level outside
+ *                   -1..4; auth_data NULL or auth_data_len < 0 with a
+ *                   scheme; ZKR_ACL_CREATOR_ALL without auth_scheme; a bad
+ *                   ZKR_ACL_CUSTOM list; an unknown acl_mode; log_level
+ *                   outside 0..4
+ *   ZKR_ETIMEDOUT   no connection (or no answer to the credentials) within
+ *                   connect_timeout_ms (nothing leaks; *out is NULL)
+ *   ZKR_ENOAUTH     the server refused the credentials (unknown scheme, ...)
+ *   ZKR_ENONODE     the chroot does not exist
  *   ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER  resources / handle creation */
 ZKR_EXTERN int zkr_client_open(zkr_client_t **out, const char *hosts,
                                const zkr_client_options_t *opt);
@@ -96,6 +189,29 @@ ZKR_EXTERN int zkr_client_session(zkr_client_t *c, int64_t *id, char passwd[16])
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS (never connected). */
 ZKR_EXTERN int zkr_client_session_timeout(zkr_client_t *c, int *timeout_ms);
 
+/* One session for locks and data.  The ZooKeeper C client's handle type
+ * (<zookeeper/zookeeper.h>: zhandle_t). */
+struct _zhandle;
+typedef int (*zkr_handle_fn)(struct _zhandle *zh, int64_t session_id, void *ctx);
+
+/* Run fn(zh, session_id, ctx) on the calling thread with the client's
+ * current ZooKeeper handle, for the program's own data calls on the same
+ * session as its locks (as Curator users share one CuratorFramework).
+ * While fn runs the handle cannot be closed or freed: a session rebuild
+ * retires it, and zkr_client_close waits for fn to return.  session_id is
+ * the session the handle last connected with (0 before the first).
+ * Rules for fn:
+ *   - use zh only inside fn; never close it, never keep it;
+ *   - it may call the library (not zkr_client_close: ZKR_EDEADLK);
+ *   - after LOST the handle is the dead session's until the client has a
+ *     new one: calls on it fail cleanly (ZSESSIONEXPIRED, ZINVALIDSTATE,
+ *     ZCONNECTIONLOSS), and the next zkr_client_with_handle gets the new
+ *     handle; ephemeral nodes and watches made through it go with its
+ *     session, exactly as the locks' nodes do.
+ * Returns what fn returned, or ZKR_EINVAL (c or fn NULL), ZKR_ECLOSED (the
+ * client is closing). */
+ZKR_EXTERN int zkr_client_with_handle(zkr_client_t *c, zkr_handle_fn fn, void *ctx);
+
 /* State listener.  Called with each state change, in order, exactly once per
  * change (duplicates are not reported). */
 typedef void (*zkr_state_fn)(zkr_client_t *c, zkr_state_t state, void *ctx);
@@ -110,14 +226,23 @@ ZKR_EXTERN int zkr_client_add_listener(zkr_client_t *c, zkr_state_fn fn, void *c
  * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENONODE (not registered). */
 ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
 
-/* Close the session (ephemeral lock nodes vanish at once on the server) and
- * free the client.  Threads blocked in the library on this client return
- * ZKR_ECLOSED; when zkr_client_close returns, no callback of this client
- * runs any more and no memory of it is touched.  Lock objects made on the
- * client must be freed before it; using them afterwards is undefined.
- * Safe while disconnected.  NULL is a no-op.  Must not be called from a
- * listener or callback of the same client. */
-ZKR_EXTERN void zkr_client_close(zkr_client_t *c);
+/* Close the session (ephemeral lock nodes vanish at once on the server).
+ * Threads blocked in the library on this client return ZKR_ECLOSED; when
+ * zkr_client_close returns, no callback of this client runs any more.
+ * Safe while disconnected.  Lock objects and leases made on the client may
+ * be freed before or after it, even while it closes: after close their
+ * calls that need the server return ZKR_ECLOSED (releases: ZKR_OK, their
+ * nodes went with the session; queries such as *_is_held report what they
+ * knew), and *_free only frees memory; the client's own memory is freed
+ * when it and every object made on it are.  Call it once per client.
+ * Returns:
+ *   ZKR_OK       closed (also for NULL, a no-op)
+ *   ZKR_EDEADLK  called from a listener, hold listener or revocation
+ *                function of this same client (they run on the client's
+ *                thread, which close must join), or from the function
+ *                zkr_client_with_handle runs: nothing was done
+ *   ZKR_ECLOSED  another thread is closing it already */
+ZKR_EXTERN int zkr_client_close(zkr_client_t *c);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,13 @@ extern "C" {
  * waiting, > 0 waits at most that long. */
 #define ZKR_WAIT_FOREVER ((int64_t)-1)
 
+/* The longest a release waits for the server to confirm its delete.  On a
+ * link that is down, or stalled and not yet detected, release does not
+ * wait: the lock is no longer the caller's, release returns ZKR_OK (or
+ * ZKR_ELOST), and the delete is finished in the background (until it
+ * succeeds; if the session ends first, the node goes with it). */
+#define ZKR_RELEASE_WAIT_MS 2000
+
 /* Whether a hold (a lock, a lease) is still safe to act on.
  *   SAFE      the session is connected and our node is in place.
  *   IN_DOUBT  the connection is down (SUSPENDED): the session may or may not

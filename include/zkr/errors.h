@@ -9,24 +9,33 @@
 extern "C" {
 #endif
 
+/* The one table of error codes: XX(name, value, message).  The enum, the
+ * names (zkr_err_name) and the messages (zkr_strerror) are generated from
+ * it, so they cannot disagree. */
+#define ZKR_ERRNO_MAP(XX)                                                                       \
+    XX(EINVAL, -1, "invalid argument")                  /* NULL, malformed path, count <= 0 */ \
+    XX(ENOMEM, -2, "out of memory")                                                             \
+    XX(ETIMEDOUT, -3, "timed out")                      /* the timeout passed first */          \
+    XX(ECONNLOSS, -4, "no connection to ZooKeeper")     /* SUSPENDED; outcome unknown */        \
+    XX(ESESSIONLOST, -5, "ZooKeeper session lost")      /* expired or declared LOST */          \
+    XX(ECLOSED, -6, "client closed")                    /* the client is closing or closed */   \
+    XX(ENOTOWNER, -7, "not held by the caller")         /* release of what is not held */       \
+    XX(ENONODE, -8, "node does not exist")                                                      \
+    XX(ENODEEXISTS, -9, "node already exists")                                                  \
+    XX(ENOAUTH, -10, "not authorised by ZooKeeper")     /* ACL or auth failure */               \
+    XX(EBUSY, -11, "object in use")                                                             \
+    XX(EDEADLK, -12, "request can never be granted (would deadlock)")                          \
+    XX(ELOST, -13, "hold was lost with the session")    /* before this call */                  \
+    XX(EBADDATA, -14, "malformed data in ZooKeeper")                                            \
+    XX(EZOOKEEPER, -15, "ZooKeeper error")              /* another ZooKeeper error */           \
+    XX(ESYSTEM, -16, "system error")                    /* threads, randomness */              \
+    XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */
+
 typedef enum zkr_error {
     ZKR_OK = 0,
-    ZKR_EINVAL = -1,        /* bad argument (NULL, malformed path, count <= 0, ...) */
-    ZKR_ENOMEM = -2,        /* out of memory */
-    ZKR_ETIMEDOUT = -3,     /* the timeout passed before the operation could finish */
-    ZKR_ECONNLOSS = -4,     /* no connection to ZooKeeper (SUSPENDED); outcome unknown */
-    ZKR_ESESSIONLOST = -5,  /* the ZooKeeper session expired or was declared LOST */
-    ZKR_ECLOSED = -6,       /* the client is closing or closed */
-    ZKR_ENOTOWNER = -7,     /* release of something the caller does not hold */
-    ZKR_ENONODE = -8,       /* a node the operation needs does not exist */
-    ZKR_ENODEEXISTS = -9,   /* a node the operation creates already exists */
-    ZKR_ENOAUTH = -10,      /* ZooKeeper refused the operation (ACL or auth failure) */
-    ZKR_EBUSY = -11,        /* the object is in use (e.g. freeing a held lock) */
-    ZKR_EDEADLK = -12,      /* the request can never be granted (e.g. lock upgrade) */
-    ZKR_ELOST = -13,        /* the hold was lost with the session before this call */
-    ZKR_EBADDATA = -14,     /* malformed data read from ZooKeeper */
-    ZKR_EZOOKEEPER = -15,   /* another ZooKeeper error (see the log) */
-    ZKR_ESYSTEM = -16       /* a system call failed (threads, randomness) */
+#define ZKR_ERR_ENUM_(name, value, msg) ZKR_##name = (value),
+    ZKR_ERRNO_MAP(ZKR_ERR_ENUM_)
+#undef ZKR_ERR_ENUM_
 } zkr_error_t;
 
 /* A static English description of `err`; never NULL (unknown codes give
@@ -35,6 +44,15 @@ ZKR_EXTERN const char *zkr_strerror(int err);
 
 /* The symbolic name of `err` ("ZKR_ETIMEDOUT"); "ZKR_E?" for unknown codes. */
 ZKR_EXTERN const char *zkr_err_name(int err);
+
+/* The detail behind a code that hides a ZooKeeper error (ZKR_EZOOKEEPER
+ * above all, also ZKR_ENOAUTH, ZKR_ECONNLOSS, ZKR_ENONODE, ...): the last
+ * ZooKeeper return code (ZOO_ERRORS of <zookeeper/zookeeper.h>, negative)
+ * that a call made on the calling thread turned into a ZKR_E... code, and,
+ * if message is not NULL, ZooKeeper's text for it (static).  Returns 0 (and
+ * "no ZooKeeper error") if this thread has had none.  Per thread: another
+ * thread's calls never change it. */
+ZKR_EXTERN int zkr_last_zk_error(const char **message);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,10 @@ extern "C" {
 typedef struct zkr_multilock zkr_multilock_t;
 
 /* Copies the n references (n >= 1, each valid).  The lock objects must
- * outlive the multi-lock.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+ * outlive the multi-lock.  Returns ZKR_OK, ZKR_ENOMEM, ZKR_EINVAL (NULL,
+ * n == 0, a bad reference, the same lock twice), ZKR_EDEADLK (the read
+ * half of a read/write lock before its write half: an upgrade, never
+ * granted; write then read is a downgrade and allowed). */
 ZKR_EXTERN int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n);
 
 /* Acquire every part in order within timeout_ms in total (< 0 forever,

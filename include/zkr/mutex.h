@@ -34,8 +34,11 @@ extern "C" {
 typedef struct zkr_mutex zkr_mutex_t;
 
 /* Create a mutex object on `path` (the lock directory; created as container
- * nodes when first needed).  Nothing is sent to ZooKeeper.
- * Returns ZKR_OK, ZKR_EINVAL (NULL argument, malformed path), ZKR_ENOMEM. */
+ * nodes, with the client's ACL, when first needed).  Nothing is sent to
+ * ZooKeeper.  Returns ZKR_OK, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_ECLOSED (the client is
+ * closing), ZKR_EINVAL (NULL argument; a path ZooKeeper would refuse:
+ * relative, trailing or double '/', "." or "..", under /zookeeper, over
+ * 1024 bytes, or characters it does not accept, see zkrecipes(7)). */
 ZKR_EXTERN int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *path);
 
 /* Acquire, waiting at most timeout_ms (< 0 forever, 0 one try).
@@ -44,17 +47,25 @@ ZKR_EXTERN int zkr_mutex_new(zkr_mutex_t **out, zkr_client_t *c, const char *pat
  *   ZKR_EINVAL        m NULL
  *   ZKR_ETIMEDOUT     not acquired in time (our node is deleted)
  *   ZKR_ESESSIONLOST  the session was lost while waiting (nothing left behind)
- *   ZKR_ELOST         the calling thread's earlier hold was lost with its
- *                     session: nothing is granted; release it first
+ *   ZKR_EDELETED      another session deleted our node while we waited
+ *   ZKR_ELOST         the calling thread's earlier hold was lost (session
+ *                     gone, or its node deleted by another session):
+ *                     nothing is granted; release it first
+ *   ZKR_EBUSY         the calling thread's hold count would pass INT_MAX
  *   ZKR_ECLOSED       the client is closing
- *   ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER */
+ *   ZKR_ENOAUTH       the ACL of the lock directory refuses us
+ *   ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER */
 ZKR_EXTERN int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms);
 
 /* Release one hold of the calling thread; the node is deleted when the
- * count reaches zero (in the background if the connection is down).
+ * count reaches zero.  If the link is down, or gives no answer within
+ * ZKR_RELEASE_WAIT_MS, the delete is finished in the background.  After the
+ * last release the thread holds nothing, whatever the return code.
  * Returns ZKR_OK, ZKR_EINVAL (m NULL), ZKR_ENOTOWNER (the calling thread
  * does not hold it: nothing changes), ZKR_ELOST (the hold had already been
- * lost with its session; the local hold is cleared). */
+ * lost: session gone, or node deleted by another session), ZKR_ENOAUTH or
+ * ZKR_EZOOKEEPER (the server refused the delete: the node stays until the
+ * session ends, and its path is logged). */
 ZKR_EXTERN int zkr_mutex_release(zkr_mutex_t *m);
 
 /* 1 if the calling thread holds `m` (and the hold is not LOST), 0
@@ -86,7 +97,7 @@ ZKR_EXTERN int zkr_mutex_node_path(zkr_mutex_t *m, char **path);
 
 /* Everyone queued on the lock, in lock order, as full paths (holder first).
  * Free with zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *count);
 
 /* Free a string array returned by the library.  NULL is a no-op. */

@@ -39,15 +39,17 @@ extern "C" {
 
 typedef struct zkr_rwlock zkr_rwlock_t;
 
-/* Returns ZKR_OK, ZKR_EINVAL (NULL argument, malformed path), ZKR_ENOMEM. */
+/* Returns ZKR_OK, ZKR_EINVAL (NULL argument, a path ZooKeeper would refuse,
+ * as zkr_mutex_new), ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *path);
 
 /* Acquire the read lock (timeout as everywhere: < 0 forever, 0 one try).
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT (nothing left behind),
  * ZKR_ESESSIONLOST (lost while waiting, or a downgrade on a write hold whose
- * session is gone), ZKR_ELOST (the thread's earlier read hold was lost:
- * release it first), ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM,
- * ZKR_EZOOKEEPER. */
+ * session is gone), ZKR_EDELETED (another session deleted our node while
+ * we waited), ZKR_ELOST (the thread's earlier read hold was lost: release
+ * it first), ZKR_EBUSY (hold count would pass INT_MAX), ZKR_ECLOSED,
+ * ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 
 /* Acquire the write lock.  Same codes as zkr_rwlock_read_acquire, plus
@@ -55,8 +57,10 @@ ZKR_EXTERN int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
  * lock (an upgrade can never be granted). */
 ZKR_EXTERN int zkr_rwlock_write_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 
-/* Release one hold of the calling thread.  Returns ZKR_OK, ZKR_EINVAL,
- * ZKR_ENOTOWNER (not held by this thread: nothing changes), ZKR_ELOST. */
+/* Release one hold of the calling thread (as zkr_mutex_release).  Returns
+ * ZKR_OK, ZKR_EINVAL, ZKR_ENOTOWNER (not held by this thread: nothing
+ * changes), ZKR_ELOST (session gone or node deleted by another session),
+ * ZKR_ENOAUTH or ZKR_EZOOKEEPER (the server refused the delete). */
 ZKR_EXTERN int zkr_rwlock_read_release(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_write_release(zkr_rwlock_t *l);
 
@@ -79,7 +83,7 @@ ZKR_EXTERN int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token);
 
 /* Every reader and writer node, in lock order, as full paths.  Free with
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count);
 
 /* Free (holds still open are released).  NULL is a no-op. */

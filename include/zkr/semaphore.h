@@ -34,14 +34,14 @@ typedef struct zkr_semaphore zkr_semaphore_t;
 typedef struct zkr_lease zkr_lease_t;
 
 /* A semaphore on `path` with a fixed max_leases (>= 1).  Nothing is sent.
- * Returns ZKR_OK, ZKR_EINVAL (NULL argument, malformed path,
- * max_leases < 1), ZKR_ENOMEM. */
+ * Returns ZKR_OK, ZKR_EINVAL (NULL argument, a path ZooKeeper would refuse,
+ * max_leases < 1), ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_new(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
                                  int max_leases);
 
 /* A semaphore whose max_leases is the shared count stored at count_path
  * (which must exist when acquiring; see zkr_shared_count_set).
- * Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, const char *path,
                                         const char *count_path);
 
@@ -51,6 +51,8 @@ ZKR_EXTERN int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, 
  *   ZKR_EINVAL        NULL argument
  *   ZKR_ETIMEDOUT     no lease in time (nothing is left behind)
  *   ZKR_ESESSIONLOST  the session was lost while waiting
+ *   ZKR_EDELETED      another session deleted our lease or lock node while
+ *                     we waited
  *   ZKR_ENONODE       the shared count node does not exist
  *   ZKR_EBADDATA      the shared count node does not hold a 4-byte count
  *   ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER */
@@ -59,19 +61,22 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr
 /* Acquire n leases, all or nothing, with one deadline for the whole call.
  * leases must have room for n.  On failure every lease taken is returned
  * and leases[] is set to NULL.  Same return codes as zkr_semaphore_acquire,
- * plus ZKR_EINVAL for n < 1. */
+ * plus ZKR_EINVAL for n < 1 and ZKR_EDEADLK for n above a fixed max
+ * leases (never granted; a shared count is read, and waited for, instead). */
 ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms,
                                        zkr_lease_t **leases);
 
 /* Return a lease (from any thread) and free it: its node is deleted (in the
- * background if the connection is down).  NULL is a no-op returning OK.
- * Returns ZKR_OK, or ZKR_ELOST if the lease had been lost with its session
- * (it is freed all the same). */
+ * background if the link is down or gives no answer within
+ * ZKR_RELEASE_WAIT_MS).  NULL is a no-op returning OK.  The lease is freed
+ * whatever the code.  Returns ZKR_OK, ZKR_ELOST (lost with its session, or
+ * deleted by another session), ZKR_ENOAUTH or ZKR_EZOOKEEPER (the server
+ * refused the delete: the node stays until the session ends; logged). */
 ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
 
 /* Return n leases (NULL entries skipped); reports the first error but
- * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0),
- * ZKR_ELOST. */
+ * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0), or
+ * the first error of zkr_lease_return (ZKR_ELOST, ZKR_ENOAUTH, ...). */
 ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, int n);
 
 /* Hold notifications for leases acquired after this call (see
@@ -91,15 +96,16 @@ ZKR_EXTERN int zkr_lease_fencing_token(const zkr_lease_t *lease, int64_t *token)
 
 /* All current lease nodes as full paths, in sequence order.  Free with
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
- * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count);
 
 /* Free the semaphore object.  Leases already taken stay valid (they belong
  * to the client) and must still be returned.  NULL is a no-op. */
 ZKR_EXTERN void zkr_semaphore_free(zkr_semaphore_t *s);
 
-/* Set the shared count at count_path to `value`, creating the node (and its
- * parents) if needed.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
+/* Set the shared count at count_path to `value` (>= 1), creating the node
+ * (and its parents, with the client's ACL) if needed.  Returns ZKR_OK,
+ * ZKR_EINVAL (NULL, bad path, value < 1), ZKR_ECONNLOSS,
  * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value);
 
@@ -111,7 +117,7 @@ ZKR_EXTERN int zkr_shared_count_get(zkr_client_t *c, const char *count_path, int
 
 typedef struct zkr_semaphore_mutex zkr_semaphore_mutex_t;
 
-/* Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM. */
+/* Returns ZKR_OK, ZKR_EINVAL, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_semaphore_mutex_new(zkr_semaphore_mutex_t **out, zkr_client_t *c, const char *path);
 
 /* Acquire.  Not reentrant: if this object already holds the mutex, the call
@@ -120,7 +126,8 @@ ZKR_EXTERN int zkr_semaphore_mutex_new(zkr_semaphore_mutex_t **out, zkr_client_t
 ZKR_EXTERN int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t timeout_ms);
 
 /* Release; any thread may release.  Returns ZKR_OK, ZKR_EINVAL,
- * ZKR_ENOTOWNER (this object does not hold it), ZKR_ELOST. */
+ * ZKR_ENOTOWNER (this object does not hold it), and the codes of
+ * zkr_lease_return. */
 ZKR_EXTERN int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m);
 
 /* 1 if this object holds the mutex (and the hold is not LOST). */

@@ -3,6 +3,7 @@
 #ifndef ZKR_ZKR_H
 #define ZKR_ZKR_H
 
+#include "zkr/version.h"
 #include "zkr/common.h"
 #include "zkr/errors.h"
 #include "zkr/client.h"

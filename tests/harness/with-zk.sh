@@ -8,8 +8,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 prog=$1; shift
 
 case $(basename "$prog") in
-test_util*) needs_server=0 ;;
+test_util*|test_units*|test_docs*) needs_server=0 ;;
 *) needs_server=1 ;;
+esac
+
+# A test script (tests/test_docs.sh) runs as it is, never under valgrind.
+case $prog in
+*.sh) exec bash "$prog" "$@" ;;
 esac
 
 run() {

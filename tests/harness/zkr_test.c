@@ -2,6 +2,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,27 +144,97 @@ int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms)
 
 /* wchp output: "/path\n\t0x<session>\n..." : count sessions under the exact
  * path line. */
+/* A raw handle kept for owner look-ups (zhandle_t is thread-safe). */
+static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
+static zhandle_t *owner_zh;
+
+int64_t zkt_owner_of(const char *path)
+{
+    pthread_mutex_lock(&owner_mu);
+    if (!owner_zh)
+        owner_zh = zkt_raw_at(zkt_hosts());
+    zhandle_t *zh = owner_zh;
+    pthread_mutex_unlock(&owner_mu);
+    struct Stat st;
+    return zh && zoo_exists(zh, path, 0, &st) == ZOK ? st.ephemeralOwner : 0;
+}
+
+int zkt_watch_report_sessions(const char *report, const char *path, int own, int64_t *out, int max)
+{
+    int64_t owner = zkt_owner_of(path);
+    char *copy = strdup(report);
+    if (!copy)
+        return -1;
+    int n = 0, in = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/') {
+            in = strcmp(line, path) == 0;
+            continue;
+        }
+        char *x = in ? strstr(line, "0x") : NULL;
+        if (!x)
+            continue;
+        int64_t id = (int64_t)strtoull(x + 2, NULL, 16);
+        if ((own != 0) != (owner != 0 && id == owner))
+            continue;
+        if (n < max)
+            out[n] = id;
+        n++;
+    }
+    free(copy);
+    return n;
+}
+
 int zkt_watch_count_on_exact(const char *path)
 {
     char *out = zkt_4lw("wchp");
     if (!out)
         return -1;
-    int count = 0, in = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        if (line[0] == '/') {
-            in = strcmp(line, path) == 0;
-        } else if (in && (line[0] == '\t' || line[0] == ' ')) {
-            count++;
-        }
-    }
+    int n = zkt_watch_report_sessions(out, path, 0, NULL, 0);
     free(out);
-    return count;
+    return n;
 }
 
 int zkt_watches_on(const char *path)
 {
     return zkt_watch_count_on_exact(path);
+}
+
+int zkt_report_waiter_watches_under(const char *report, const char *dir)
+{
+    char *copy = strdup(report);
+    if (!copy)
+        return -1;
+    size_t dl = strlen(dir);
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] == '/' && strncmp(line, dir, dl) == 0 && (line[dl] == '\0' || line[dl] == '/'))
+            n += zkt_watch_report_sessions(report, line, 0, NULL, 0);
+    }
+    free(copy);
+    return n;
+}
+
+int zkt_waiter_watches_under(const char *dir)
+{
+    char *r = zkt_4lw("wchp");
+    if (!r)
+        return -1;
+    int n = zkt_report_waiter_watches_under(r, dir);
+    free(r);
+    return n;
+}
+
+int zkt_owner_watches(const char *path)
+{
+    char *out = zkt_4lw("wchp");
+    if (!out)
+        return -1;
+    int n = zkt_watch_report_sessions(out, path, 1, NULL, 0);
+    free(out);
+    return n;
 }
 
 int zkt_main(const char *name, void (*add)(void))

@@ -49,6 +49,20 @@ int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms);
  * zk_watch_count minus the wchs total). */
 int zkt_watches_on(const char *path);
 int zkt_watch_count_on_exact(const char *path);
+/* Every node a recipe creates is data-watched by its own session (to see
+ * an outside deletion at once): the counts above leave that watch out, so
+ * they count waiters.  The session that owns `path` (0 for none). */
+int64_t zkt_owner_of(const char *path);
+/* Sessions watching exactly `path` in a wchp report: own = 0 those other
+ * than its owner (stored in out, up to max), own = 1 its owner only.
+ * Returns how many; -1 on error. */
+int zkt_watch_report_sessions(const char *report, const char *path, int own, int64_t *out, int max);
+/* Waiters' data watches (owners' own left out) on dir or anything below it,
+ * in a wchp report or the server's current one; -1 on error. */
+int zkt_report_waiter_watches_under(const char *report, const char *dir);
+int zkt_waiter_watches_under(const char *dir);
+/* 1 if the owner of `path` watches it, 0 if not, -1 on error. */
+int zkt_owner_watches(const char *path);
 
 /* End session `id` from outside: open a second handle on it and close it,
  * until a handle on it is told the session has expired (the owner may

@@ -1,0 +1,232 @@
+/* The session core's private header: the client structure and what its
+ * rooms (client.c, session.c, waiters.c, tracks.c, deletes.c,
+ * listeners.c) say to each other.  Recipes never include it: they use
+ * recipes/internal.h.
+ *
+ * Locks, in the only order they may be taken:
+ *   1. a lock object's own mutex (zkr_mutex_t.mu, ...), recipes only;
+ *   2. c->mu, the client mutex;
+ *   3. c->wmu, the waiters mutex;
+ *   4. ZooKeeper's own locks (inside zoo_a* calls).
+ * No lock of ours is held across a synchronous ZooKeeper call or a user
+ * callback.  Asynchronous zoo_a* calls may be made under c->mu: they only
+ * queue the request and never run their completion before returning
+ * (completions run on ZooKeeper's completion thread, which takes c->mu
+ * itself). */
+#ifndef ZKR_CORE_H
+#define ZKR_CORE_H
+
+#include "recipes/internal.h"
+
+#define ZKR__RAW_MAX 64
+#define ZKR__REPORT_MAX 64
+
+/* A ZooKeeper handle with a use count (see internal.h). */
+struct zkr__zh {
+    zhandle_t *zh;          /* set before the handle is published */
+    zkr_client_t *c;        /* constant */
+    unsigned gen;           /* constant: the generation it was made for */
+    int refs;               /* c->mu: users + 1 while it is the current handle */
+    int64_t session_id;     /* c->mu: last session seen connected on it */
+    int auth_rc;            /* c->mu: answer to the credentials; 1 while
+                               none yet (or none sent: ZOK) */
+    int log_slot;           /* constant: its log trampoline (log.c), -1 none */
+    struct zkr__zh *next_retired; /* c->mu */
+};
+
+/* The connection-state machine's memory (pure: see zkr__sm_step). */
+typedef struct zkr__sm {
+    zkr_state_t state;  /* last state reported */
+    int ever_connected;
+    int connected;      /* the handle is connected now */
+} zkr__sm_t;
+
+/* What one raw ZooKeeper session event does (zkr__sm_step). */
+typedef struct zkr__sm_effect {
+    zkr_state_t report;  /* state to report, or ZKR_STATE_LATENT for none */
+    int session_up;      /* record the handle's session id and timeout */
+    int arm_lost_timer;  /* SUSPENDED began: LOST after a session timeout */
+    int clear_lost_timer;
+    int rebuild;         /* the session is gone: build a new one */
+    int auth_failed;
+} zkr__sm_effect_t;
+
+/* The transition for raw C-client state `zs` (ZOO_*_STATE).  Updates *sm
+ * and says what to do.  Pure: unit-tested without a server. */
+zkr__sm_effect_t zkr__sm_step(zkr__sm_t *sm, int zs);
+/* The LOST timer ran out (SUSPENDED for a whole session timeout). */
+zkr__sm_effect_t zkr__sm_lost_timer(zkr__sm_t *sm);
+
+typedef struct zkr__raw {
+    unsigned gen;  /* generation of the handle that saw it */
+    int state;
+} zkr__raw_t;
+
+typedef struct zkr__closer {
+    pthread_t thread;
+    struct zkr__closer *next;
+} zkr__closer_t;
+
+typedef struct zkr__listener zkr__listener_t;
+typedef struct zkr__sub zkr__sub_t;
+typedef struct zkr__sub_event zkr__sub_event_t;
+typedef struct zkr__pending_delete zkr__pending_delete_t;
+
+struct zkr_client {
+    /* ---- set by zkr_client_open, constant afterwards (no lock) ---- */
+    char *hosts;              /* with the chroot appended */
+    int session_timeout_req;
+    int allow_read_only;
+    char *auth_scheme;
+    char *auth_data;
+    int auth_data_len;
+    struct ACL_vector acl;    /* of every node the recipes create */
+    zkr_log_fn log_fn;        /* NULL: stderr */
+    void *log_ctx;
+    int log_level;            /* ZKR_LOG_* threshold of its lines */
+    int zk_log_level;         /* threshold for the C client's lines; -1: log_level */
+    pthread_t thread;         /* the client thread (client_main) */
+    int thread_started;
+
+    pthread_mutex_t mu;       /* the client mutex: guards every field below
+                                 up to the waiters block */
+    pthread_cond_t cond;      /* a state reached, users or handle refs
+                                 drained, a callback finished */
+    pthread_cond_t wake;      /* the client thread has work */
+
+    /* ---- session.c ---- */
+    zkr__zh_t *cur;           /* current handle (NULL once closed) */
+    zkr__zh_t *retired;       /* replaced handles still referenced */
+    zkr__closer_t *closers;   /* threads closing retired handles */
+    unsigned gen;             /* generation of cur */
+    unsigned gen_seq;         /* last generation handed out (every attempt
+                                 gets its own, so a failed one's events are
+                                 never taken for the next one's) */
+    int64_t rebuild_at;       /* next rebuild attempt */
+    int building;             /* a new handle is being made (c->mu dropped) */
+    zkr__raw_t raw[ZKR__RAW_MAX]; /* session events not yet processed */
+    int raw_n;
+    int raw_overflow;
+    zkr__sm_t sm;
+    int have_session;
+    int64_t session_id;
+    char passwd[16];
+    int session_timeout;      /* negotiated (ms) */
+    int64_t lost_deadline;    /* SUSPENDED -> LOST at this time */
+    int need_rebuild;
+    int auth_failed;
+    zkr_state_t reports[ZKR__REPORT_MAX]; /* states not yet delivered */
+    int rep_head, rep_n;
+
+    /* ---- listeners.c ---- */
+    zkr__listener_t *listeners;
+
+    /* ---- deletes.c ---- */
+    zkr__pending_delete_t *deletes;
+    int deletes_abandoned;    /* given up since open (logged) */
+
+    /* ---- waiters.c: subscriptions (the waiters are under wmu) ---- */
+    zkr__sub_t *subs;
+    zkr__sub_event_t *sev_head, *sev_tail;
+
+    /* ---- tracks.c ---- */
+    zkr__track_t *tracks;
+    unsigned track_epoch;     /* bumped by every state change applied */
+    int tracks_dirty;         /* some track's state differs from what its
+                                 listener was told */
+
+    /* ---- callbacks (listeners, hold listeners, subscriptions) ---- */
+    void *calling;            /* the object whose callback runs now */
+
+    /* ---- lifetime ---- */
+    int closing;              /* zkr_client_close has begun */
+    int closed;               /* handles closed; memory kept for objects */
+    int users;                /* threads inside a blocking call */
+    int objects;              /* lock objects and leases made on it */
+    uint64_t next_id;         /* ids of subscriptions, tracks, deletes */
+
+    /* ---- waiters.c: guarded by wmu (taken after mu, never before) ---- */
+    pthread_mutex_t wmu;
+    zkr__waiter_t *waiters;
+    uint64_t next_waiter_id;
+    int wclosing;             /* a copy of closing, for waiters */
+};
+
+/* Tests only (never set by the library): called by the rebuild between
+ * making the new handle and making it current, to widen that window. */
+extern void (*zkr__test_rebuild_pause)(void);
+
+/* ---- session.c ---- */
+int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out);
+void zkr__handle_close(zkr__zh_t *h);
+/* Process queued session events in order.  c->mu held. */
+void zkr__session_process_locked(zkr_client_t *c);
+/* The LOST timer and the rebuild, as due.  c->mu held, may be dropped.
+ * Returns the next time something is due. */
+int64_t zkr__session_tick_locked(zkr_client_t *c);
+/* Close retired handles nobody uses any more.  c->mu held. */
+void zkr__session_close_retired_locked(zkr_client_t *c);
+int zkr__is_usable_state(zkr_state_t s);
+int zkr__is_connected_state(zkr_state_t s);
+/* 1 if the client is usable now (CONNECTED/RECONNECTED, connected).  c->mu held. */
+int zkr__usable_locked(const zkr_client_t *c);
+
+/* Tests only (never set by the library): called by the rebuild between
+ * making the new handle and making it current, to widen that window. */
+extern void (*zkr__test_rebuild_pause)(void);
+
+/* ---- listeners.c ---- */
+/* Deliver the next queued state to listeners, then to tracked holds.
+ * c->mu held, dropped around each call.  Returns 1 if it delivered one. */
+int zkr__listeners_deliver_next_locked(zkr_client_t *c);
+void zkr__listeners_free(zkr_client_t *c);
+
+/* ---- waiters.c ---- */
+void zkr__waiters_wake_all(zkr_client_t *c, unsigned bits);
+/* Run one queued subscription event.  c->mu held, dropped around the
+ * call.  Returns 1 if there was one. */
+int zkr__subs_run_next_locked(zkr_client_t *c);
+void zkr__subs_free(zkr_client_t *c);
+
+/* ---- tracks.c ---- */
+/* Bring every tracked hold in line with the state just delivered.  c->mu
+ * held.  Verifications after RECONNECTED are sent asynchronously. */
+void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s);
+/* Tell hold listeners whatever they have not been told.  c->mu held,
+ * dropped around each call.  Returns 1 if it called one. */
+int zkr__tracks_notify_locked(zkr_client_t *c);
+void zkr__tracks_free(zkr_client_t *c);
+
+/* ---- deletes.c ---- */
+/* Send the background deletes that are due.  c->mu held (only
+ * asynchronous calls are made).  Returns the next time one is due. */
+int64_t zkr__deletes_run_locked(zkr_client_t *c);
+void zkr__deletes_free(zkr_client_t *c);
+
+/* ---- log.c ---- */
+/* A log trampoline for a new handle of c (NULL if none is free: the C
+ * client's default then).  Give the slot back after zookeeper_close. */
+log_callback_fn zkr__log_slot_take(zkr_client_t *c, int *slot);
+void zkr__log_slot_give(int slot);
+
+/* ---- options.c ---- */
+/* 1 if `hosts` is a connection string zkr_client_open accepts. */
+int zkr__hosts_valid(const char *hosts);
+/* ZKR_OK or ZKR_EINVAL (see zkr_client_open). */
+int zkr__options_validate(const zkr_client_options_t *opt);
+/* The ACL the options ask for, copied; ZKR_OK or ZKR_ENOMEM. */
+int zkr__acl_copy(struct ACL_vector *v, const zkr_client_options_t *opt);
+void zkr__acl_free(struct ACL_vector *v);
+
+/* ---- client.c ---- */
+/* Record the answer to a request on h: "session expired/moved" on the
+ * current handle declares the session LOST at once.  c->mu held. */
+void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc);
+/* Mark a callback as running (c->mu held); zkr__callback_end after it. */
+void zkr__callback_begin_locked(zkr_client_t *c, void *obj);
+void zkr__callback_end_locked(zkr_client_t *c);
+/* Wait until `obj`'s callback is not running, unless the caller is that
+ * callback itself (returns 1 then).  c->mu held. */
+int zkr__callback_wait_locked(zkr_client_t *c, const void *obj);
+
+#endif

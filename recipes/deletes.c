@@ -1,0 +1,215 @@
+/* Background deletes: nodes that must go but could not be deleted at once
+ * (a release while disconnected, an abandoned create whose reply was lost:
+ * deleted by its "_c_<uuid>-" prefix once we can list).  One retry policy
+ * for both kinds (see zkr__client_delete_later).  Guarded by c->mu; the
+ * requests are asynchronous and sent from the client thread. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/core.h"
+
+#define DELETE_RETRY_MIN_MS 100
+#define DELETE_RETRY_MAX_MS 5000
+
+struct zkr__pending_delete {
+    uint64_t id;
+    char *path;
+    char *prefix; /* if set: delete every child of path starting with it */
+    int64_t session;
+    int inflight;
+    int64_t retry_at;
+    int64_t backoff;
+    int failures; /* answers other than connection or session trouble */
+    struct zkr__pending_delete *next;
+};
+
+typedef struct delete_op {
+    zkr_client_t *c;
+    const zkr__zh_t *h; /* compared, never followed */
+    uint64_t id;
+} delete_op_t;
+
+static void delete_free(zkr__pending_delete_t *d)
+{
+    free(d->prefix);
+    free(d->path);
+    free(d);
+}
+
+static void add_delete(zkr_client_t *c, const char *path, const char *prefix, int64_t session_id)
+{
+    zkr__pending_delete_t *d = calloc(1, sizeof *d);
+    char *p = path ? strdup(path) : NULL;
+    char *x = prefix ? strdup(prefix) : NULL;
+    if (!d || !p || (prefix && !x)) {
+        free(d);
+        free(p);
+        free(x);
+        zkr__log(c, ZKR_LOG_ERROR, "out of memory: %s%s is left to vanish with its session", path ? path : "",
+                 prefix ? "/<prefix>" : "");
+        return;
+    }
+    d->path = p;
+    d->prefix = x;
+    d->session = session_id;
+    d->backoff = DELETE_RETRY_MIN_MS;
+    pthread_mutex_lock(&c->mu);
+    d->id = ++c->next_id;
+    d->next = c->deletes;
+    c->deletes = d;
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkr__client_delete_later(zkr_client_t *c, const char *path, int64_t session_id)
+{
+    add_delete(c, path, NULL, session_id);
+}
+
+void zkr__client_delete_prefix_later(zkr_client_t *c, const char *dir, const char *prefix,
+                                     int64_t session_id)
+{
+    add_delete(c, dir, prefix, session_id);
+}
+
+int zkr__client_pending_deletes(zkr_client_t *c)
+{
+    int n = 0;
+    pthread_mutex_lock(&c->mu);
+    for (zkr__pending_delete_t *d = c->deletes; d; d = d->next)
+        n++;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* The one retry policy.  Called with c->mu held when an answer for `op`
+ * arrives.  Returns the entry, unlinked, if it is finished (done or given
+ * up); NULL if it stays (to retry) or is unknown. */
+static zkr__pending_delete_t *settle_locked(zkr_client_t *c, const delete_op_t *op, int zrc)
+{
+    zkr__answer_locked(c, op->h, zrc);
+    for (zkr__pending_delete_t **p = &c->deletes; *p; p = &(*p)->next) {
+        zkr__pending_delete_t *d = *p;
+        if (d->id != op->id)
+            continue;
+        d->inflight = 0;
+        zkr__zk_class_t k = zkr__zk_class(zrc);
+        int done = zrc == ZOK || zrc == ZNONODE;
+        if (!done && k == ZKR__ZC_FINAL && ++d->failures >= ZKR__DELETE_MAX_FAILURES) {
+            zkr__log(c, ZKR_LOG_ERROR, "giving up deleting %s%s%s after %d refusals: %s", d->path,
+                     d->prefix ? "/" : "", d->prefix ? d->prefix : "", d->failures, zerror(zrc));
+            c->deletes_abandoned++;
+            done = 1;
+        }
+        if (done) {
+            *p = d->next;
+            return d;
+        }
+        d->retry_at = zkr__now_ms() + d->backoff;
+        d->backoff = d->backoff * 2 > DELETE_RETRY_MAX_MS ? DELETE_RETRY_MAX_MS : d->backoff * 2;
+        return NULL;
+    }
+    return NULL;
+}
+
+/* A completion's part under the client mutex. */
+static zkr__pending_delete_t *settle(const delete_op_t *op, int zrc)
+{
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__pending_delete_t *d = settle_locked(c, op, zrc);
+    pthread_cond_signal(&c->wake);
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+static void delete_done(int zrc, const void *data)
+{
+    delete_op_t *op = (delete_op_t *)data;
+    zkr__pending_delete_t *d = settle(op, zrc);
+    if (d)
+        delete_free(d);
+    free(op);
+}
+
+static void prefix_list_done(int zrc, const struct String_vector *names, const void *data)
+{
+    delete_op_t *op = (delete_op_t *)data;
+    zkr_client_t *c = op->c;
+    zkr__pending_delete_t *d = settle(op, zrc);
+    if (d && zrc == ZOK && names) {
+        /* Names from the server are untrusted: compare within bounds. */
+        size_t pl = strlen(d->prefix);
+        for (int32_t i = 0; i < names->count; i++) {
+            if (names->data[i] && strncmp(names->data[i], d->prefix, pl) == 0) {
+                char *full = zkr__path_join(d->path, names->data[i]);
+                if (full)
+                    add_delete(c, full, NULL, d->session);
+                else
+                    zkr__log(c, ZKR_LOG_ERROR, "out of memory: %s/%s is left to vanish with its session", d->path,
+                             names->data[i]);
+                free(full);
+            }
+        }
+    }
+    if (d)
+        delete_free(d);
+    free(op);
+}
+
+int64_t zkr__deletes_run_locked(zkr_client_t *c)
+{
+    int64_t next = INT64_MAX;
+    if (!c->cur || !zkr__usable_locked(c))
+        return next;
+    int64_t now = zkr__now_ms();
+    zkr__zh_t *h = c->cur;
+    for (zkr__pending_delete_t *d = c->deletes; d; d = d->next) {
+        if (d->inflight)
+            continue;
+        if (d->retry_at > now) {
+            if (d->retry_at < next)
+                next = d->retry_at;
+            continue;
+        }
+        delete_op_t *op = malloc(sizeof *op);
+        if (!op) {
+            d->retry_at = now + DELETE_RETRY_MIN_MS;
+            next = d->retry_at < next ? d->retry_at : next;
+            continue;
+        }
+        op->c = c;
+        op->h = h;
+        op->id = d->id;
+        d->inflight = 1;
+        int zrc = d->prefix ? zoo_aget_children(h->zh, d->path, 0, prefix_list_done, op)
+                            : zoo_adelete(h->zh, d->path, -1, delete_done, op);
+        if (zrc != ZOK) {
+            free(op);
+            d->inflight = 0;
+            d->retry_at = now + d->backoff;
+            if (d->retry_at < next)
+                next = d->retry_at;
+        }
+    }
+    return next;
+}
+
+int zkr__client_abandoned_deletes(zkr_client_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int n = c->deletes_abandoned;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+void zkr__deletes_free(zkr_client_t *c)
+{
+    while (c->deletes) {
+        zkr__pending_delete_t *d = c->deletes;
+        c->deletes = d->next;
+        delete_free(d);
+    }
+}

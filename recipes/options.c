@@ -1,0 +1,138 @@
+/* Client options: defaults, validation before anything is sent (hosts,
+ * timeouts, chroot, credentials, ACL), and the ACL the recipes create
+ * nodes with. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/core.h"
+
+#define HOSTS_MAX 4096
+
+void zkr_client_options_init(zkr_client_options_t *opt)
+{
+    if (!opt)
+        return;
+    memset(opt, 0, sizeof *opt);
+    opt->size = sizeof *opt;
+    opt->session_timeout_ms = 15000;
+    opt->connect_timeout_ms = 15000;
+    opt->zk_log_level = -1;
+    opt->log_level = ZKR_LOG_WARN;
+}
+
+/* "host:port[,host:port...]", IPv6 hosts as "[addr]:port": no empty entry,
+ * a port in 1..65535, no blanks or control bytes, no chroot ('/'). */
+int zkr__hosts_valid(const char *hosts)
+{
+    size_t n = strnlen(hosts, HOSTS_MAX + 1);
+    if (n == 0 || n > HOSTS_MAX)
+        return 0;
+    const char *p = hosts, *end = hosts + n;
+    while (p <= end) {
+        const char *e = memchr(p, ',', (size_t)(end - p));
+        if (!e)
+            e = end;
+        const char *colon = NULL;
+        if (*p == '[') {
+            const char *rb = memchr(p, ']', (size_t)(e - p));
+            if (!rb || rb == p + 1 || rb + 1 >= e || rb[1] != ':')
+                return 0;
+            colon = rb + 1;
+        } else {
+            for (const char *q = p; q < e; q++)
+                if (*q == ':')
+                    colon = q;
+        }
+        if (!colon || colon == p || colon + 1 >= e || e - (colon + 1) > 5)
+            return 0;
+        long port = 0;
+        for (const char *q = colon + 1; q < e; q++) {
+            if (*q < '0' || *q > '9')
+                return 0;
+            port = port * 10 + (*q - '0');
+        }
+        if (port < 1 || port > 65535)
+            return 0;
+        for (const char *q = p; q < colon; q++) {
+            unsigned char ch = (unsigned char)*q;
+            if (ch <= ' ' || ch >= 0x7f || ch == '/')
+                return 0;
+        }
+        p = e + 1;
+    }
+    return 1;
+}
+
+/* The 0.x options layout this library reads: any other size is a program
+ * built against another version's header. */
+int zkr__options_validate(const zkr_client_options_t *opt)
+{
+    if (opt->size != sizeof *opt)
+        return ZKR_EINVAL;
+    if (opt->session_timeout_ms != 0 && (opt->session_timeout_ms < ZKR_SESSION_TIMEOUT_MIN_MS ||
+                                         opt->session_timeout_ms > ZKR_SESSION_TIMEOUT_MAX_MS))
+        return ZKR_EINVAL;
+    if (opt->zk_log_level < -1 || opt->zk_log_level > 4 || opt->log_level < 0 || opt->log_level > 4)
+        return ZKR_EINVAL;
+    if (opt->chroot && opt->chroot[0] && !zkr__path_valid(opt->chroot))
+        return ZKR_EINVAL;
+    if (opt->auth_scheme && (!opt->auth_scheme[0] || !opt->auth_data || opt->auth_data_len < 0))
+        return ZKR_EINVAL;
+    if (opt->acl_mode == ZKR_ACL_CREATOR_ALL && !opt->auth_scheme)
+        return ZKR_EINVAL; /* ZooKeeper refuses creator-only nodes from a session without identity */
+    if (opt->acl_mode == ZKR_ACL_CUSTOM) {
+        if (!opt->acl || opt->acl_count < 1 || opt->acl_count > 64)
+            return ZKR_EINVAL;
+        for (size_t i = 0; i < opt->acl_count; i++) {
+            const zkr_acl_t *a = &opt->acl[i];
+            if (a->perms < 1 || a->perms > ZKR_PERM_ALL || !a->scheme || !a->scheme[0] || !a->id)
+                return ZKR_EINVAL;
+        }
+    } else if (opt->acl_mode != ZKR_ACL_OPEN && opt->acl_mode != ZKR_ACL_CREATOR_ALL) {
+        return ZKR_EINVAL;
+    }
+    return ZKR_OK;
+}
+
+void zkr__acl_free(struct ACL_vector *v)
+{
+    for (int32_t i = 0; v->data && i < v->count; i++) {
+        free(v->data[i].id.scheme);
+        free(v->data[i].id.id);
+    }
+    free(v->data);
+    v->data = NULL;
+    v->count = 0;
+}
+
+/* A copy of the ACL the options ask for. */
+int zkr__acl_copy(struct ACL_vector *v, const zkr_client_options_t *opt)
+{
+    static const zkr_acl_t open_acl = {ZKR_PERM_ALL, "world", "anyone"};
+    static const zkr_acl_t creator_acl = {ZKR_PERM_ALL, "auth", ""};
+    const zkr_acl_t *src = opt->acl_mode == ZKR_ACL_CUSTOM ? opt->acl
+                           : opt->acl_mode == ZKR_ACL_CREATOR_ALL ? &creator_acl : &open_acl;
+    size_t n = opt->acl_mode == ZKR_ACL_CUSTOM ? opt->acl_count : 1;
+    v->data = calloc(n, sizeof *v->data);
+    if (!v->data)
+        return ZKR_ENOMEM;
+    v->count = (int32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        v->data[i].perms = src[i].perms;
+        v->data[i].id.scheme = strdup(src[i].scheme);
+        v->data[i].id.id = strdup(src[i].id);
+        if (!v->data[i].id.scheme || !v->data[i].id.id) {
+            zkr__acl_free(v);
+            return ZKR_ENOMEM;
+        }
+    }
+    return ZKR_OK;
+}
+
+const struct ACL_vector *zkr__client_acl(const zkr_client_t *c)
+{
+    return &c->acl;
+}
+

@@ -1,0 +1,331 @@
+/* The session: ZooKeeper handles and their generations, the session
+ * watcher, the application of the state machine (states.c), the answer
+ * filter, the LOST timer, and the rebuild after a session is lost.
+ * Guarded by c->mu (see core.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/core.h"
+
+/* ---- handles ------------------------------------------------------------------ */
+
+/* Runs on ZooKeeper's completion thread: only records and signals.  Events
+ * of a handle older than the current one are stale; those of a newer one
+ * (being built while the client thread has dropped c->mu) are kept. */
+static void session_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh;
+    (void)path;
+    zkr__zh_t *h = ctx;
+    if (type != ZOO_SESSION_EVENT || !h)
+        return;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    if (h->gen >= c->gen && !c->closing) {
+        if (c->raw_n < ZKR__RAW_MAX) {
+            c->raw[c->raw_n].gen = h->gen;
+            c->raw[c->raw_n].state = state;
+            c->raw_n++;
+        } else {
+            c->raw_overflow = 1;
+        }
+        zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
+        pthread_cond_signal(&c->wake);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The server's answer to the credentials (the handle lives until every
+ * completion of it has run). */
+static void auth_done(int rc, const void *data)
+{
+    zkr__zh_t *h = (zkr__zh_t *)data;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    h->auth_rc = rc;
+    if (rc != ZOK && rc != ZCLOSING && h == c->cur) {
+        c->auth_failed = 1;
+        zkr__log(c, ZKR_LOG_ERROR, "the server refused the credentials (%s): %s", c->auth_scheme, zerror(rc));
+    }
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
+{
+    zkr__zh_t *h = calloc(1, sizeof *h);
+    if (!h)
+        return ZKR_ENOMEM;
+    h->c = c;
+    h->gen = gen;
+    h->refs = 1;
+    int flags = c->allow_read_only ? ZOO_READONLY : 0;
+    log_callback_fn logf = zkr__log_slot_take(c, &h->log_slot);
+    errno = 0;
+    h->zh = zookeeper_init2(c->hosts, session_watcher, c->session_timeout_req, NULL, h, flags, logf);
+    if (!h->zh) {
+        int e = errno;
+        zkr__log_slot_give(h->log_slot);
+        free(h);
+        return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
+    }
+    if (c->auth_scheme) {
+        h->auth_rc = 1; /* asked, no answer yet */
+        int rc = zoo_add_auth(h->zh, c->auth_scheme, c->auth_data, c->auth_data_len, auth_done, h);
+        if (rc != ZOK) {
+            zookeeper_close(h->zh);
+            zkr__log_slot_give(h->log_slot);
+            free(h);
+            return zkr__zk_error(rc);
+        }
+    }
+    *out = h;
+    return ZKR_OK;
+}
+
+void zkr__handle_close(zkr__zh_t *h)
+{
+    if (h->zh)
+        zookeeper_close(h->zh); /* its last log line comes before it returns */
+    zkr__log_slot_give(h->log_slot);
+    free(h);
+}
+
+int zkr__client_get_handle(zkr_client_t *c, zkr__zh_t **h)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->closing || !c->cur) {
+        pthread_mutex_unlock(&c->mu);
+        return ZKR_ECLOSED;
+    }
+    c->cur->refs++;
+    *h = c->cur;
+    pthread_mutex_unlock(&c->mu);
+    return ZKR_OK;
+}
+
+void zkr__client_put_handle(zkr_client_t *c, zkr__zh_t *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (--h->refs <= 1) {
+        pthread_cond_signal(&c->wake);     /* a retired handle can be closed */
+        pthread_cond_broadcast(&c->cond);  /* close waits for the current one */
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+zhandle_t *zkr__zh(const zkr__zh_t *h)
+{
+    return h->zh;
+}
+
+int64_t zkr__zh_session(zkr_client_t *c, const zkr__zh_t *h)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t s = h->session_id;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+int zkr__usable_locked(const zkr_client_t *c)
+{
+    return !c->closing && c->sm.connected && zkr__is_usable_state(c->sm.state);
+}
+
+int zkr__zh_usable(zkr_client_t *c, const zkr__zh_t *h)
+{
+    pthread_mutex_lock(&c->mu);
+    int ok = h == c->cur && zkr__usable_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+/* ---- the state machine, applied ---------------------------------------------------- */
+
+static void report_locked(zkr_client_t *c, zkr_state_t s)
+{
+    if (c->rep_n < ZKR__REPORT_MAX) {
+        c->reports[(c->rep_head + c->rep_n) % ZKR__REPORT_MAX] = s;
+        c->rep_n++;
+    } else {
+        /* Listeners are far behind: keep the newest state so they end up
+         * told where the client really is. */
+        c->reports[(c->rep_head + ZKR__REPORT_MAX - 1) % ZKR__REPORT_MAX] = s;
+    }
+}
+
+static void apply_locked(zkr_client_t *c, zkr__sm_effect_t e)
+{
+    zkr__zh_t *h = c->cur;
+    if (e.session_up && h) {
+        const clientid_t *id = zoo_client_id(h->zh);
+        c->have_session = 1;
+        c->session_id = id->client_id;
+        memcpy(c->passwd, id->passwd, sizeof c->passwd);
+        c->session_timeout = zoo_recv_timeout(h->zh);
+        h->session_id = id->client_id;
+    }
+    if (e.clear_lost_timer)
+        c->lost_deadline = INT64_MAX;
+    if (e.arm_lost_timer) {
+        int64_t t = c->session_timeout > 0 ? c->session_timeout : c->session_timeout_req;
+        c->lost_deadline = zkr__now_ms() + t;
+    }
+    if (e.rebuild)
+        c->need_rebuild = 1;
+    if (e.auth_failed)
+        c->auth_failed = 1;
+    if (e.report != ZKR_STATE_LATENT)
+        report_locked(c, e.report);
+    pthread_cond_broadcast(&c->cond); /* waits on the state re-check */
+}
+
+void zkr__session_process_locked(zkr_client_t *c)
+{
+    if (!c->cur)
+        return;
+    if (c->raw_overflow) {
+        /* More events than we could queue: the handle's present state is
+         * what matters. */
+        c->raw_overflow = 0;
+        c->raw_n = 0;
+        apply_locked(c, zkr__sm_step(&c->sm, zoo_state(c->cur->zh)));
+        return;
+    }
+    int keep = 0;
+    for (int i = 0; i < c->raw_n; i++) {
+        zkr__raw_t r = c->raw[i];
+        if (r.gen == c->gen)
+            apply_locked(c, zkr__sm_step(&c->sm, r.state));
+        else if (r.gen > c->gen && c->building)
+            c->raw[keep++] = r; /* the handle being built: not current yet */
+    }
+    c->raw_n = keep;
+}
+
+void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc)
+{
+    if ((zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED) || h != c->cur || c->closing)
+        return;
+    if (!c->sm.connected && c->sm.state == ZKR_STATE_LOST)
+        return; /* already known */
+    zkr__session_process_locked(c); /* earlier events first, in order */
+    apply_locked(c, zkr__sm_step(&c->sm, ZOO_EXPIRED_SESSION_STATE));
+    zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
+    pthread_cond_signal(&c->wake);
+}
+
+int zkr__zh_answer(zhandle_t *zh, int zrc)
+{
+    if ((zrc != ZSESSIONEXPIRED && zrc != ZSESSIONMOVED) || !zh)
+        return zrc;
+    const zkr__zh_t *h = zoo_get_context(zh);
+    if (!h)
+        return zrc;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__answer_locked(c, h, zrc);
+    pthread_mutex_unlock(&c->mu);
+    return zrc;
+}
+
+/* ---- rebuild and retired handles ------------------------------------------------------ */
+
+void (*zkr__test_rebuild_pause)(void);
+
+/* Replace the current handle by a new session.  c->mu held; dropped while
+ * the new handle is made (its first events are queued meanwhile under its
+ * own, newer, generation and processed once it is current). */
+static void rebuild_locked(zkr_client_t *c)
+{
+    c->need_rebuild = 0;
+    unsigned gen = ++c->gen_seq;
+    c->building = 1;
+    pthread_mutex_unlock(&c->mu);
+    zkr__zh_t *nh = NULL;
+    int rc = zkr__handle_new(c, gen, &nh);
+    if (zkr__test_rebuild_pause)
+        zkr__test_rebuild_pause(); /* tests widen the window here */
+    pthread_mutex_lock(&c->mu);
+    c->building = 0;
+    if (rc != ZKR_OK || c->closing) {
+        if (nh) {
+            pthread_mutex_unlock(&c->mu);
+            zkr__handle_close(nh);
+            pthread_mutex_lock(&c->mu);
+        }
+        if (!c->closing) {
+            c->need_rebuild = 1; /* try again shortly */
+            zkr__log(c, ZKR_LOG_WARN, "cannot open a new session: %s (trying again)", zkr_strerror(rc));
+        }
+        return;
+    }
+    zkr__zh_t *old = c->cur;
+    c->gen = gen;
+    c->cur = nh;
+    c->sm.connected = 0;
+    old->refs--; /* the client's own reference */
+    old->next_retired = c->retired;
+    c->retired = old;
+    zkr__log(c, ZKR_LOG_INFO, "session lost: opening a new one");
+    /* Waiters re-evaluate: whatever they waited for belonged to the old
+     * session. */
+    zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
+}
+
+int64_t zkr__session_tick_locked(zkr_client_t *c)
+{
+    int64_t now = zkr__now_ms();
+    if (c->sm.state == ZKR_STATE_SUSPENDED && now >= c->lost_deadline)
+        apply_locked(c, zkr__sm_lost_timer(&c->sm));
+    if (c->need_rebuild && now >= c->rebuild_at) {
+        rebuild_locked(c);
+        if (c->need_rebuild)
+            c->rebuild_at = zkr__now_ms() + 1000;
+    }
+    int64_t next = c->lost_deadline;
+    if (c->need_rebuild && c->rebuild_at < next)
+        next = c->rebuild_at;
+    return next;
+}
+
+static void *closer_main(void *arg)
+{
+    zkr__handle_close(arg);
+    return NULL;
+}
+
+/* zookeeper_close may wait a whole receive timeout for a stalled server,
+ * so a retired handle is closed on a thread of its own: the client thread
+ * must go on reporting the new session meanwhile.  zkr_client_close joins
+ * these threads. */
+void zkr__session_close_retired_locked(zkr_client_t *c)
+{
+    for (zkr__zh_t **p = &c->retired; *p;) {
+        zkr__zh_t *h = *p;
+        if (h->refs > 0) {
+            p = &h->next_retired;
+            continue;
+        }
+        zkr__zh_t *next = h->next_retired; /* h is the closer's from now on */
+        zkr__closer_t *cl = malloc(sizeof *cl);
+        if (cl && pthread_create(&cl->thread, NULL, closer_main, h) == 0) {
+            *p = next;
+            cl->next = c->closers;
+            c->closers = cl;
+            continue;
+        }
+        free(cl);
+        /* No thread to spare: close it here. */
+        *p = next;
+        pthread_mutex_unlock(&c->mu);
+        zkr__handle_close(h);
+        pthread_mutex_lock(&c->mu);
+        p = &c->retired; /* the list may have changed meanwhile */
+    }
+}

@@ -1,0 +1,328 @@
+/* Tracked nodes and holds.  Every node a recipe creates is tracked from
+ * its creation to its delete, with one data watch on it (set
+ * asynchronously): if anyone else deletes it while our session lives, its
+ * waiter is woken (the acquire fails with ZKR_EDELETED) or, once it grants
+ * a hold, the hold becomes LOST at once.  The watch is removed before our
+ * own delete, so a release wakes only the next waiter.
+ *
+ * The client tells each granted hold whether it is still safe.  States
+ * change on the client thread (after the listeners of each connection
+ * state) or on an outside deletion, except a hold's first state; the hold
+ * listener is then told every state it has not been told.  The check after
+ * RECONNECTED (is our node still there, owned by our session?) is an
+ * asynchronous exists, so a stalled server never holds up the client
+ * thread.  Guarded by c->mu. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/core.h"
+
+struct zkr__track {
+    uint64_t id;
+    char *path;
+    int64_t session;
+    int held;              /* granted a hold (else a node still queued) */
+    int deleted;           /* deleted by someone else while our session lived */
+    uint64_t waiter;       /* the waiter to wake if it is deleted (0: none) */
+    zkr_hold_state_t state; /* NONE until held */
+    zkr_hold_state_t told; /* what the listener was last told (SAFE at grant) */
+    zkr_hold_fn fn;
+    void *ctx;
+    int removed;           /* unlinked during its own callback: runner frees */
+    struct zkr__track *next;
+};
+
+typedef struct verify_op {
+    zkr_client_t *c;
+    const zkr__zh_t *h; /* compared, never followed */
+    uint64_t id;
+    unsigned epoch;
+} verify_op_t;
+
+static void track_free(zkr__track_t *t)
+{
+    free(t->path);
+    free(t);
+}
+
+static zkr_hold_state_t initial_state_locked(const zkr_client_t *c, const zkr__track_t *t)
+{
+    if (t->deleted || c->sm.state == ZKR_STATE_LOST || (c->have_session && c->session_id != t->session))
+        return ZKR_HOLD_LOST;
+    return zkr__usable_locked(c) ? ZKR_HOLD_SAFE : ZKR_HOLD_IN_DOUBT;
+}
+
+static zkr__track_t *find_locked(zkr_client_t *c, uint64_t id)
+{
+    zkr__track_t *t = c->tracks;
+    while (t && t->id != id)
+        t = t->next;
+    return t;
+}
+
+/* Our node was deleted while our session lives (a watch or a read said
+ * so).  c->mu held. */
+static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    if (t->deleted)
+        return;
+    t->deleted = 1;
+    if (t->held && t->state != ZKR_HOLD_LOST) {
+        t->state = ZKR_HOLD_LOST;
+        c->tracks_dirty = 1;
+        pthread_cond_signal(&c->wake);
+        zkr__log(c, ZKR_LOG_WARN, "lock node %s was deleted by another session: hold LOST", t->path);
+    }
+    if (t->waiter)
+        zkr__waiter_wake_id(c, t->waiter, ZKR__WAKE_WATCH);
+}
+
+static void self_watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)state;
+    (void)path;
+    if (type != ZOO_DELETED_EVENT)
+        return; /* session events, changes (revocation has its own watch), removal */
+    const zkr__zh_t *h = zoo_get_context(zh);
+    if (!h)
+        return;
+    zkr_client_t *c = h->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__track_t *t = find_locked(c, (uint64_t)(uintptr_t)ctx);
+    if (t)
+        deleted_locked(c, t);
+    pthread_mutex_unlock(&c->mu);
+}
+
+typedef struct self_op {
+    zkr_client_t *c;
+    const zkr__zh_t *h; /* compared, never followed */
+    uint64_t id;
+} self_op_t;
+
+static void self_watch_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    (void)value;
+    (void)len;
+    self_op_t *op = (self_op_t *)data;
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__answer_locked(c, op->h, rc);
+    zkr__track_t *t = find_locked(c, op->id);
+    if (t && rc == ZNONODE)
+        deleted_locked(c, t); /* gone before the watch was set */
+    else if (t && rc == ZOK && st && st->ephemeralOwner != t->session)
+        deleted_locked(c, t); /* deleted and made again by someone else */
+    pthread_mutex_unlock(&c->mu);
+    free(op);
+}
+
+int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out)
+{
+    zkr__track_t *t = calloc(1, sizeof *t);
+    self_op_t *op = malloc(sizeof *op);
+    if (!t || !op || !(t->path = strdup(path))) {
+        free(t);
+        free(op);
+        return ZKR_ENOMEM;
+    }
+    t->session = session;
+    t->told = ZKR_HOLD_SAFE;
+    pthread_mutex_lock(&c->mu);
+    t->id = ++c->next_id;
+    t->next = c->tracks;
+    c->tracks = t;
+    op->c = c;
+    op->h = h;
+    op->id = t->id;
+    /* Asynchronous: the caller does not wait for it.  The reply, or the
+     * watch, tells us if the node is gone. */
+    int zrc = zoo_awget(zkr__zh(h), path, self_watch_fn, (void *)(uintptr_t)t->id, self_watch_done, op);
+    pthread_mutex_unlock(&c->mu);
+    if (zrc != ZOK) {
+        free(op);
+        zkr__log(c, ZKR_LOG_WARN, "cannot watch %s (%s): its deletion by others is seen only at reconnection",
+                 path, zerror(zrc));
+    }
+    *out = t;
+    return ZKR_OK;
+}
+
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&c->mu);
+    t->fn = fn;
+    t->ctx = ctx;
+    t->held = 1;
+    t->state = initial_state_locked(c, t);
+    if (t->state != t->told) {
+        c->tracks_dirty = 1; /* the listener hears how the hold begins */
+        pthread_cond_signal(&c->wake);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter)
+{
+    pthread_mutex_lock(&c->mu);
+    t->waiter = waiter;
+    pthread_mutex_unlock(&c->mu);
+}
+
+int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t)
+{
+    pthread_mutex_lock(&c->mu);
+    int d = t->deleted;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t)
+{
+    pthread_mutex_lock(&c->mu);
+    deleted_locked(c, t);
+    pthread_mutex_unlock(&c->mu);
+}
+
+zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
+{
+    if (!t)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&c->mu);
+    zkr_hold_state_t st = t->state;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t)
+{
+    if (!t)
+        return ZKR_HOLD_NONE;
+    pthread_mutex_lock(&c->mu);
+    for (zkr__track_t **p = &c->tracks; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    }
+    t->fn = NULL;
+    zkr_hold_state_t st = t->state;
+    int inside = zkr__callback_wait_locked(c, t);
+    if (inside)
+        t->removed = 1; /* freed by the notifier after this call */
+    pthread_mutex_unlock(&c->mu);
+    if (!inside)
+        track_free(t);
+    return st;
+}
+
+static void verify_done(int rc, const struct Stat *st, const void *data)
+{
+    verify_op_t *op = (verify_op_t *)data;
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__answer_locked(c, op->h, rc);
+    zkr__track_t *t = c->tracks;
+    while (t && t->id != op->id)
+        t = t->next;
+    /* Only if nothing has happened to the connection since we asked. */
+    if (t && op->epoch == c->track_epoch && t->state == ZKR_HOLD_IN_DOUBT) {
+        if (rc == ZOK && st && st->ephemeralOwner == t->session)
+            t->state = ZKR_HOLD_SAFE;
+        else if (rc == ZOK || rc == ZNONODE)
+            t->state = ZKR_HOLD_LOST;
+        /* otherwise we could not tell: stay in doubt until the next
+         * RECONNECTED asks again */
+        if (t->state != ZKR_HOLD_IN_DOUBT) {
+            c->tracks_dirty = 1;
+            pthread_cond_signal(&c->wake);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    free(op);
+}
+
+/* Ask the server whether t's node is still ours.  c->mu held (the call
+ * only queues the request). */
+static void verify_send_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    verify_op_t *op = malloc(sizeof *op);
+    int zrc = ZSYSTEMERROR;
+    if (op) {
+        op->c = c;
+        op->h = c->cur;
+        op->id = t->id;
+        op->epoch = c->track_epoch;
+        zrc = zoo_aexists(c->cur->zh, t->path, 0, verify_done, op);
+    }
+    if (zrc != ZOK) {
+        free(op);
+        zkr__log(c, ZKR_LOG_WARN, "cannot check hold %s after reconnecting (%s): it stays IN_DOUBT", t->path,
+                 zerror(zrc));
+    }
+}
+
+void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s)
+{
+    c->track_epoch++;
+    for (zkr__track_t *t = c->tracks; t; t = t->next) {
+        zkr_hold_state_t next = t->state;
+        if (!t->held || t->state == ZKR_HOLD_LOST)
+            continue; /* queued nodes have no state; LOST is final */
+        if (s == ZKR_STATE_LOST) {
+            next = ZKR_HOLD_LOST;
+        } else if (s == ZKR_STATE_SUSPENDED || s == ZKR_STATE_READ_ONLY) {
+            next = ZKR_HOLD_IN_DOUBT;
+        } else if (zkr__is_usable_state(s) && t->state == ZKR_HOLD_IN_DOUBT) {
+            if (t->session != c->session_id)
+                next = ZKR_HOLD_LOST; /* a new session: the node went with the old one */
+            else if (c->cur && c->sm.connected)
+                verify_send_locked(c, t);
+        }
+        if (next != t->state) {
+            t->state = next;
+            c->tracks_dirty = 1;
+        }
+    }
+}
+
+int zkr__tracks_notify_locked(zkr_client_t *c)
+{
+    if (!c->tracks_dirty)
+        return 0;
+    c->tracks_dirty = 0;
+    int called = 0;
+    for (;;) {
+        zkr__track_t *t = c->tracks;
+        while (t && t->state == t->told)
+            t = t->next;
+        if (!t)
+            break;
+        zkr_hold_state_t st = t->state;
+        t->told = st;
+        if (!t->fn)
+            continue;
+        zkr_hold_fn fn = t->fn;
+        void *ctx = t->ctx;
+        zkr__callback_begin_locked(c, t);
+        pthread_mutex_unlock(&c->mu);
+        fn(st, t->path, ctx);
+        pthread_mutex_lock(&c->mu);
+        zkr__callback_end_locked(c);
+        if (t->removed)
+            track_free(t);
+        called = 1;
+    }
+    return called;
+}
+
+void zkr__tracks_free(zkr_client_t *c)
+{
+    while (c->tracks) {
+        zkr__track_t *t = c->tracks;
+        c->tracks = t->next;
+        track_free(t);
+    }
+}

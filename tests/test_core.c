@@ -1,0 +1,497 @@
+/* The session core against a real server: the races of the rebuild, of
+ * close, of the client thread and of revocation; the background deletes'
+ * retry policy; listener-less holds.  Linked with the library's
+ * convenience copy, so it can reach the core's test hook and counters. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/core.h"
+#include "tests/harness/zkproxy.h"
+#include "tests/harness/zkr_test.h"
+
+#define SESSION_MS 4000
+#define EXPIRY_ROUNDS 200
+
+static int server_port(void)
+{
+    const char *colon = strrchr(zkt_hosts(), ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
+static zkr_client_t *client_at(const char *hosts, int session_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, hosts, &o), ZKR_OK);
+    return c;
+}
+
+/* ---- 1: the rebuild keeps the new session's first events ------------------------- */
+
+static void pause_rebuild(void)
+{
+    zkt_sleep_ms(30); /* long enough for a loopback CONNECTED to arrive */
+}
+
+static int reconnected_on_new_session(void *arg)
+{
+    zkr_client_t *c = ((void **)arg)[0];
+    int64_t old = *(int64_t *)((void **)arg)[1], now = 0;
+    return zkr_client_is_connected(c) && zkr_client_state(c) == ZKR_STATE_RECONNECTED &&
+           zkr_client_session(c, &now, NULL) == ZKR_OK && now != old;
+}
+
+static void test_rebuild_first_event(void)
+{
+    zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+    zkr__test_rebuild_pause = pause_rebuild;
+    int ok = 0;
+    int64_t t0 = zkt_now_ms();
+    for (int i = 0; i < EXPIRY_ROUNDS; i++) {
+        int64_t old = 0;
+        CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &old, NULL), ZKR_OK);
+        zkt_expire_client(c, SESSION_MS);
+        void *arg[2] = {c, &old};
+        /* within the connect timeout of zkt client_at */
+        if (!zkt_wait_for(reconnected_on_new_session, arg, 20000)) {
+            printf("\n    round %d: client %s, connected %d ", i, zkr_state_name(zkr_client_state(c)),
+                   zkr_client_is_connected(c));
+            break;
+        }
+        ok++;
+    }
+    zkr__test_rebuild_pause = NULL;
+    printf("\n    %d forced expiries, RECONNECTED after each: %d (%.0f ms per round) ", EXPIRY_ROUNDS, ok,
+           (double)(zkt_now_ms() - t0) / (ok ? ok : 1));
+    CU_ASSERT_EQUAL(ok, EXPIRY_ROUNDS);
+    zkr_client_close(c);
+}
+
+/* ---- 2: releasing and freeing while another thread closes ------------------------- */
+
+#define RACERS 4
+#define RACE_ROUNDS 25
+
+typedef struct racer {
+    zkr_client_t *c;
+    int kind; /* 0 mutex, 1 write lock, 2 lease, 3 semaphore mutex */
+    const char *path;
+    pthread_barrier_t *go;
+    int acquired;
+    int release_rc;
+} racer_t;
+
+static void *racer_main(void *arg)
+{
+    racer_t *r = arg;
+    zkr_mutex_t *m = NULL;
+    zkr_rwlock_t *rw = NULL;
+    zkr_semaphore_t *s = NULL;
+    zkr_semaphore_mutex_t *sm = NULL;
+    zkr_lease_t *lease = NULL;
+    int rc = ZKR_EINVAL;
+    if (r->kind == 0 && zkr_mutex_new(&m, r->c, r->path) == ZKR_OK)
+        rc = zkr_mutex_acquire(m, 10000);
+    else if (r->kind == 1 && zkr_rwlock_new(&rw, r->c, r->path) == ZKR_OK)
+        rc = zkr_rwlock_write_acquire(rw, 10000);
+    else if (r->kind == 2 && zkr_semaphore_new(&s, r->c, r->path, 3) == ZKR_OK)
+        rc = zkr_semaphore_acquire(s, 10000, &lease);
+    else if (r->kind == 3 && zkr_semaphore_mutex_new(&sm, r->c, r->path) == ZKR_OK)
+        rc = zkr_semaphore_mutex_acquire(sm, 10000);
+    r->acquired = rc == ZKR_OK;
+    pthread_barrier_wait(r->go);
+    /* Release and free while the main thread closes the client. */
+    if (r->kind == 0) {
+        r->release_rc = zkr_mutex_release(m);
+        zkr_mutex_free(m);
+    } else if (r->kind == 1) {
+        r->release_rc = zkr_rwlock_write_release(rw);
+        zkr_rwlock_free(rw);
+    } else if (r->kind == 2) {
+        r->release_rc = zkr_lease_return(lease);
+        zkr_semaphore_free(s);
+    } else {
+        r->release_rc = zkr_semaphore_mutex_release(sm);
+        zkr_semaphore_mutex_free(sm);
+    }
+    return NULL;
+}
+
+static void test_release_racing_close(void)
+{
+    zhandle_t *zh = zkt_raw();
+    char base[128];
+    zkt_path("race-close", base, sizeof base);
+    int bad = 0;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, RACERS + 1);
+        char paths[RACERS][160];
+        racer_t rs[RACERS];
+        pthread_t t[RACERS];
+        for (int i = 0; i < RACERS; i++) {
+            snprintf(paths[i], sizeof paths[i], "%s/%d", base, i);
+            rs[i] = (racer_t){c, i, paths[i], &go, 0, 1};
+            CU_ASSERT_FATAL(pthread_create(&t[i], NULL, racer_main, &rs[i]) == 0);
+        }
+        pthread_barrier_wait(&go);
+        if (round % 2)
+            zkt_sleep_ms(round % 5); /* vary who gets there first */
+        CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+        for (int i = 0; i < RACERS; i++) {
+            pthread_join(t[i], NULL);
+            /* Released before the close, or its node went with the session. */
+            if (!rs[i].acquired || rs[i].release_rc != ZKR_OK)
+                bad++;
+        }
+        pthread_barrier_destroy(&go);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* Nothing left: the mutex and write lock directories are empty, and so
+     * are the semaphores' locks/ and leases/. */
+    for (int i = 0; i < RACERS; i++) {
+        char p[200];
+        snprintf(p, sizeof p, "%s/%d", base, i);
+        if (i >= 2) {
+            snprintf(p, sizeof p, "%s/%d/leases", base, i);
+            CU_ASSERT_TRUE(zkt_count_children(zh, p) <= 0);
+            snprintf(p, sizeof p, "%s/%d/locks", base, i);
+        }
+        CU_ASSERT_TRUE(zkt_count_children(zh, p) <= 0);
+    }
+    zkt_raw_close(zh);
+}
+
+/* ---- 3: a stall right after RECONNECTED does not hold up the client thread --------- */
+
+typedef struct stall_rec {
+    zkt_proxy_t *px;
+    atomic_int reconnects;
+    atomic_llong stalled_at, suspended_at, lost_at;
+} stall_rec_t;
+
+static void stall_listener(zkr_client_t *c, zkr_state_t s, void *ctx)
+{
+    (void)c;
+    stall_rec_t *r = ctx;
+    if (s == ZKR_STATE_RECONNECTED && atomic_fetch_add(&r->reconnects, 1) == 0) {
+        /* The holds are verified right after this listener returns. */
+        zkt_proxy_stall(r->px, 1);
+        atomic_store(&r->stalled_at, zkt_now_ms());
+    } else if (s == ZKR_STATE_SUSPENDED && atomic_load(&r->stalled_at) &&
+               !atomic_load(&r->suspended_at)) {
+        atomic_store(&r->suspended_at, zkt_now_ms());
+    } else if (s == ZKR_STATE_LOST && !atomic_load(&r->lost_at)) {
+        atomic_store(&r->lost_at, zkt_now_ms());
+    }
+}
+
+static int ll_set(void *p)
+{
+    return atomic_load((atomic_llong *)p) != 0;
+}
+
+static int client_suspended(void *p)
+{
+    return zkr_client_state(p) == ZKR_STATE_SUSPENDED;
+}
+
+static int client_usable(void *p)
+{
+    return zkr_client_is_connected(p);
+}
+
+#define STALL_HOLDS 4
+
+static void test_stall_after_reconnect(void)
+{
+    stall_rec_t rec;
+    memset(&rec, 0, sizeof rec);
+    rec.px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rec.px);
+    zkr_client_t *c = client_at(zkt_proxy_hosts(rec.px), SESSION_MS);
+    int t_ms = 0;
+    CU_ASSERT_EQUAL(zkr_client_session_timeout(c, &t_ms), ZKR_OK);
+    zkr_mutex_t *m[STALL_HOLDS];
+    char p[128];
+    for (int i = 0; i < STALL_HOLDS; i++) {
+        zkt_path("stall-reconnect", p, sizeof p);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m[i], c, p), ZKR_OK);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m[i], 5000), ZKR_OK);
+    }
+    CU_ASSERT_EQUAL(zkr_client_add_listener(c, stall_listener, &rec), ZKR_OK);
+    /* A short stall: every hold goes IN_DOUBT; a cut brings RECONNECTED. */
+    zkt_proxy_stall(rec.px, 1);
+    CU_ASSERT_FATAL(zkt_wait_for(client_suspended, c, 10000));
+    zkt_proxy_stall(rec.px, 0);
+    zkt_proxy_cut(rec.px);
+    CU_ASSERT_FATAL(zkt_wait_for(ll_set, &rec.stalled_at, 10000));
+    /* The listener stalled the link again: the client must notice as the C
+     * client does (2/3 of the timeout) and report it, whatever the holds'
+     * checks are waiting for. */
+    CU_ASSERT_TRUE(zkt_wait_for(ll_set, &rec.suspended_at, 3 * t_ms));
+    CU_ASSERT_TRUE(zkt_wait_for(ll_set, &rec.lost_at, 4 * t_ms));
+    long long to_suspended = atomic_load(&rec.suspended_at) - atomic_load(&rec.stalled_at);
+    long long to_lost = atomic_load(&rec.lost_at) - atomic_load(&rec.stalled_at);
+    printf("\n    session %d ms: stall -> SUSPENDED %lld ms, -> LOST %lld ms ", t_ms, to_suspended, to_lost);
+    CU_ASSERT_TRUE(to_suspended > 0 && to_suspended <= t_ms);
+    CU_ASSERT_TRUE(to_lost > 0 && to_lost <= 2 * t_ms);
+    for (int i = 0; i < STALL_HOLDS; i++) {
+        CU_ASSERT_EQUAL(zkr_mutex_hold_state(m[i]), ZKR_HOLD_LOST);
+        CU_ASSERT_EQUAL(zkr_mutex_release(m[i]), ZKR_ELOST);
+        zkr_mutex_free(m[i]);
+    }
+    zkt_proxy_stall(rec.px, 0);
+    zkt_proxy_cut(rec.px);
+    CU_ASSERT_TRUE(zkt_wait_for(client_usable, c, 20000));
+    zkr_client_close(c);
+    zkt_proxy_stop(rec.px);
+}
+
+/* ---- 4: a revocation function that releases finds the hold ------------------------- */
+
+typedef struct revoker {
+    zkr_mutex_t *m;
+    atomic_int calls;
+    atomic_int release_rc;
+    pthread_t tid;
+    int acquire_rc;
+    int same_thread;
+} revoker_t;
+
+static void revoke_and_release(zkr_mutex_t *m, void *ctx)
+{
+    revoker_t *r = ctx;
+    atomic_fetch_add(&r->calls, 1);
+    r->same_thread = pthread_equal(pthread_self(), r->tid);
+    atomic_store(&r->release_rc, zkr_mutex_release(m));
+}
+
+static void *revoker_main(void *arg)
+{
+    revoker_t *r = arg;
+    r->acquire_rc = zkr_mutex_acquire(r->m, 20000);
+    return NULL;
+}
+
+static void test_revocation_releases_inside_acquire(void)
+{
+    char path[128];
+    zkt_path("revoke-release", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = client_at(zkt_hosts(), SESSION_MS), *cb = client_at(zkt_hosts(), SESSION_MS);
+    zkr_mutex_t *a, *b;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&a, ca, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&b, cb, path), ZKR_OK);
+    revoker_t r;
+    memset(&r, 0, sizeof r);
+    r.m = b;
+    atomic_init(&r.release_rc, 1);
+    CU_ASSERT_EQUAL(zkr_mutex_make_revocable(b, revoke_and_release, &r), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(a, 5000), ZKR_OK);
+    CU_ASSERT_FATAL(pthread_create(&r.tid, NULL, revoker_main, &r) == 0);
+    CU_ASSERT_FATAL(zkt_wait_children(zh, path, 2, 10000));
+    char **parts = NULL;
+    size_t n = 0;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(a, &parts, &n), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_EQUAL(zkr_revoke_request(ca, parts[1]), ZKR_OK); /* b, still waiting */
+    zkr_strings_free(parts, n);
+    CU_ASSERT_EQUAL(zkr_mutex_release(a), ZKR_OK);
+    pthread_join(r.tid, NULL);
+    CU_ASSERT_EQUAL(r.acquire_rc, ZKR_OK);
+    CU_ASSERT_EQUAL(atomic_load(&r.calls), 1);
+    CU_ASSERT_TRUE(r.same_thread); /* told inside the acquire */
+    CU_ASSERT_EQUAL(atomic_load(&r.release_rc), ZKR_OK);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(b));
+    CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 5000));
+    zkr_mutex_free(a);
+    zkr_mutex_free(b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
+/* ---- 5: zkr_client_close from the client's own callbacks --------------------------- */
+
+typedef struct closer_rec {
+    atomic_int rc;
+    atomic_int called;
+} closer_rec_t;
+
+static void close_from_listener(zkr_client_t *c, zkr_state_t s, void *ctx)
+{
+    (void)s;
+    closer_rec_t *r = ctx;
+    if (atomic_fetch_add(&r->called, 1) == 0)
+        atomic_store(&r->rc, zkr_client_close(c));
+}
+
+static int int_set(void *p)
+{
+    return atomic_load((atomic_int *)p) != 0;
+}
+
+static void test_close_from_listener(void)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    o.connect_timeout_ms = -1; /* add the listener before the first state */
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, zkt_hosts(), &o), ZKR_OK);
+    closer_rec_t r;
+    atomic_init(&r.rc, 1);
+    atomic_init(&r.called, 0);
+    CU_ASSERT_EQUAL(zkr_client_add_listener(c, close_from_listener, &r), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(c, 20000), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(int_set, &r.called, 5000));
+    CU_ASSERT_EQUAL(atomic_load(&r.rc), ZKR_EDEADLK);
+    /* Nothing was done: the client still works, and closes normally. */
+    CU_ASSERT_TRUE(zkr_client_is_connected(c));
+    zkr_mutex_t *m;
+    char p[128];
+    CU_ASSERT_EQUAL(zkr_mutex_new(&m, c, zkt_path("close-listener", p, sizeof p)), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_client_close(NULL), ZKR_OK);
+}
+
+/* ---- 6: background deletes: one bounded policy for both kinds ----------------------- */
+
+static int deletes_done(void *p)
+{
+    return zkr__client_pending_deletes(p) == 0;
+}
+
+static void test_deletes_give_up(void)
+{
+    zhandle_t *zh = zkt_raw();
+    char base[128], noread[160], nodelete[160], child[200];
+    zkt_path("deletes", base, sizeof base);
+    snprintf(noread, sizeof noread, "%s/noread", base);
+    snprintf(nodelete, sizeof nodelete, "%s/nodelete", base);
+    snprintf(child, sizeof child, "%s/_c_0-lock-0000000000", nodelete);
+    zoo_create(zh, "/zkr-test", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0); /* may exist */
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, base, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    /* Children of noread cannot be listed; children of nodelete cannot be
+     * deleted: both answers are final. */
+    struct ACL no_read_acl = {ZOO_PERM_ALL & ~ZOO_PERM_READ, {"world", "anyone"}};
+    struct ACL_vector no_read = {1, &no_read_acl};
+    struct ACL no_delete_acl = {ZOO_PERM_ALL & ~ZOO_PERM_DELETE, {"world", "anyone"}};
+    struct ACL_vector no_delete = {1, &no_delete_acl};
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, noread, "", 0, &no_read, 0, NULL, 0), ZOK);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, nodelete, "", 0, &no_delete, 0, NULL, 0), ZOK);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, child, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+
+    zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+    int64_t sid = 0;
+    zkr_client_session(c, &sid, NULL);
+    int64_t t0 = zkt_now_ms();
+    zkr__client_delete_prefix_later(c, noread, "_c_0-", sid);
+    zkr__client_delete_later(c, child, sid);
+    CU_ASSERT_EQUAL(zkr__client_pending_deletes(c), 2);
+    CU_ASSERT_TRUE(zkt_wait_for(deletes_done, c, 30000));
+    printf("\n    both given up after %lld ms ", (long long)(zkt_now_ms() - t0));
+    CU_ASSERT_EQUAL(zkr__client_abandoned_deletes(c), 2);
+    CU_ASSERT_EQUAL(zoo_exists(zh, child, 0, NULL), ZOK); /* refused, really */
+    zkr_client_close(c);
+
+    /* A delete that meets connection trouble is not given up: it is done
+     * once the client is back. */
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    c = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    char plain[200];
+    snprintf(plain, sizeof plain, "%s/_c_1-lock-0000000001", base);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, plain, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    zkt_proxy_stall(px, 1);
+    CU_ASSERT_TRUE(zkt_wait_for(client_suspended, c, 10000));
+    zkr_client_session(c, &sid, NULL);
+    zkr__client_delete_later(c, plain, sid);
+    zkt_sleep_ms(1500);
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_TRUE(zkt_wait_for(deletes_done, c, 20000));
+    CU_ASSERT_EQUAL(zkr__client_abandoned_deletes(c), 0);
+    CU_ASSERT_EQUAL(zoo_exists(zh, plain, 0, NULL), ZNONODE);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+    zoo_delete(zh, child, -1);
+    zkt_raw_close(zh);
+}
+
+/* ---- a hold without a listener goes IN_DOUBT and back to SAFE ----------------------- */
+
+typedef struct state_want {
+    zkr_mutex_t *m;
+    zkr_hold_state_t s;
+} state_want_t;
+
+static int hold_in(void *p)
+{
+    state_want_t *w = p;
+    return zkr_mutex_hold_state(w->m) == w->s;
+}
+
+static void test_listenerless_hold(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_mutex_t *m;
+    char p[128];
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, zkt_path("no-listener", p, sizeof p)), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
+    zkt_proxy_stall(px, 1);
+    CU_ASSERT_TRUE(zkt_wait_for(hold_in, &(state_want_t){m, ZKR_HOLD_IN_DOUBT}, 10000));
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_TRUE(zkt_wait_for(client_usable, c, 10000));
+    CU_ASSERT_TRUE(zkt_wait_for(hold_in, &(state_want_t){m, ZKR_HOLD_SAFE}, 10000));
+    CU_ASSERT_TRUE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+
+    /* And LOST after an expiry. */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    zkt_expire_client(c, SESSION_MS);
+    CU_ASSERT_TRUE(zkt_wait_for(hold_in, &(state_want_t){m, ZKR_HOLD_LOST}, 10000));
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ELOST);
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("session core", NULL, NULL);
+    CU_add_test(s, "close from a listener: ZKR_EDEADLK, nothing done", test_close_from_listener);
+    CU_add_test(s, "revocation function releasing inside acquire finds the hold",
+                test_revocation_releases_inside_acquire);
+    CU_add_test(s, "a hold without a listener: IN_DOUBT, SAFE again, LOST after expiry",
+                test_listenerless_hold);
+    CU_add_test(s, "background deletes: refusals given up (bounded), connection trouble retried",
+                test_deletes_give_up);
+    CU_add_test(s, "a stall right after RECONNECTED: SUSPENDED and LOST on time", test_stall_after_reconnect);
+    CU_add_test(s, "releases and frees racing zkr_client_close", test_release_racing_close);
+    CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
+                test_rebuild_first_event);
+}
+
+int main(void)
+{
+    return zkt_main("test_core", add_suites);
+}

@@ -1,0 +1,418 @@
+/* Holds that know when they are gone: a holder's node deleted by another
+ * session (every lock kind), a waiter's node deleted, a release the server
+ * refuses, a release on a stalled link. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness/zkproxy.h"
+#include "tests/harness/zkr_test.h"
+
+#define SESSION_MS 4000
+#define LONG_WAIT_MS 30000
+
+/* ---- one lock kind, seen through the common interface ---------------------------- */
+
+typedef enum kind { K_MUTEX, K_WRITE, K_READ, K_SMUTEX, K_LEASE, K_KINDS } kind_t;
+static const char *const kind_names[] = {"mutex", "write hold", "read hold", "semaphore mutex",
+                                         "semaphore lease"};
+
+typedef struct lk {
+    kind_t kind;
+    zkr_mutex_t *m;
+    zkr_rwlock_t *rw;
+    zkr_semaphore_mutex_t *sm;
+    zkr_semaphore_t *s;
+    zkr_lease_t *lease;
+    int write; /* for K_WRITE/K_READ: which half this one takes */
+} lk_t;
+
+static void lk_new(lk_t *l, kind_t k, int write, zkr_client_t *c, const char *path)
+{
+    memset(l, 0, sizeof *l);
+    l->kind = k;
+    l->write = write;
+    int rc = ZKR_EINVAL;
+    if (k == K_MUTEX)
+        rc = zkr_mutex_new(&l->m, c, path);
+    else if (k == K_WRITE || k == K_READ)
+        rc = zkr_rwlock_new(&l->rw, c, path);
+    else if (k == K_SMUTEX)
+        rc = zkr_semaphore_mutex_new(&l->sm, c, path);
+    else
+        rc = zkr_semaphore_new(&l->s, c, path, 1);
+    CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
+}
+
+static int lk_set_listener(lk_t *l, zkr_hold_fn fn, void *ctx)
+{
+    if (l->m)
+        return zkr_mutex_set_hold_listener(l->m, fn, ctx);
+    if (l->rw)
+        return zkr_rwlock_set_hold_listener(l->rw, fn, ctx);
+    if (l->sm)
+        return zkr_semaphore_mutex_set_hold_listener(l->sm, fn, ctx);
+    return zkr_semaphore_set_hold_listener(l->s, fn, ctx);
+}
+
+static zkr_lock_ref_t lk_ref(lk_t *l)
+{
+    if (l->m)
+        return zkr_mutex_ref(l->m);
+    if (l->rw)
+        return l->write ? zkr_rwlock_write_ref(l->rw) : zkr_rwlock_read_ref(l->rw);
+    return zkr_semaphore_mutex_ref(l->sm);
+}
+
+static int lk_acquire(lk_t *l, int64_t timeout_ms)
+{
+    if (l->s)
+        return zkr_semaphore_acquire(l->s, timeout_ms, &l->lease);
+    return zkr_lock_acquire(lk_ref(l), timeout_ms);
+}
+
+static int lk_release(lk_t *l)
+{
+    if (l->s) {
+        int rc = zkr_lease_return(l->lease);
+        l->lease = NULL;
+        return rc;
+    }
+    return zkr_lock_release(lk_ref(l));
+}
+
+static int lk_is_held(lk_t *l)
+{
+    if (l->s)
+        return l->lease && zkr_lease_hold_state(l->lease) != ZKR_HOLD_LOST;
+    return zkr_lock_is_held(lk_ref(l));
+}
+
+static zkr_hold_state_t lk_state(lk_t *l)
+{
+    if (l->s)
+        return zkr_lease_hold_state(l->lease);
+    return zkr_lock_hold_state(lk_ref(l));
+}
+
+static int64_t lk_token(lk_t *l)
+{
+    int64_t t = -1;
+    if (l->s)
+        zkr_lease_fencing_token(l->lease, &t);
+    else
+        zkr_lock_fencing_token(lk_ref(l), &t);
+    return t;
+}
+
+static void lk_free(lk_t *l)
+{
+    if (l->lease)
+        zkr_lease_return(l->lease);
+    zkr_mutex_free(l->m);
+    zkr_rwlock_free(l->rw);
+    zkr_semaphore_mutex_free(l->sm);
+    zkr_semaphore_free(l->s);
+}
+
+/* The directory a kind's holds live in. */
+static void hold_dir(kind_t k, const char *path, char *dir, size_t len)
+{
+    if (k == K_SMUTEX || k == K_LEASE)
+        snprintf(dir, len, "%s/leases", path);
+    else
+        snprintf(dir, len, "%s", path);
+}
+
+/* The child of dir owned by `session` (malloc'd full path), or NULL. */
+static char *node_of(zhandle_t *zh, const char *dir, int64_t session)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return NULL;
+    char *found = NULL;
+    for (int32_t i = 0; i < sv.count && !found; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, sv.data[i]);
+        struct Stat st;
+        if (zoo_exists(zh, p, 0, &st) == ZOK && st.ephemeralOwner == session)
+            found = strdup(p);
+    }
+    deallocate_String_vector(&sv);
+    return found;
+}
+
+static int64_t session_of(zkr_client_t *c)
+{
+    int64_t id = 0;
+    zkr_client_session(c, &id, NULL);
+    return id;
+}
+
+/* ---- a hold listener that records LOST -------------------------------------------- */
+
+typedef struct told {
+    atomic_int lost;
+    atomic_llong lost_at;
+    atomic_int calls;
+} told_t;
+
+static void told_fn(zkr_hold_state_t s, const char *node, void *ctx)
+{
+    (void)node;
+    told_t *t = ctx;
+    atomic_fetch_add(&t->calls, 1);
+    if (s == ZKR_HOLD_LOST && atomic_fetch_add(&t->lost, 1) == 0)
+        atomic_store(&t->lost_at, zkt_now_ms());
+}
+
+static int int_set(void *p)
+{
+    return atomic_load((atomic_int *)p) != 0;
+}
+
+/* ---- a waiter on another thread ------------------------------------------------------ */
+
+typedef struct waiter {
+    lk_t *l;
+    int64_t timeout_ms;
+    atomic_int done;
+    int rc;
+    int64_t token;    /* of its hold, read on its thread (holds are per thread) */
+    int release_rc;   /* it releases at once */
+    int64_t returned_at;
+    pthread_t tid;
+} waiter_t;
+
+static void *waiter_main(void *arg)
+{
+    waiter_t *w = arg;
+    w->rc = lk_acquire(w->l, w->timeout_ms);
+    w->returned_at = zkt_now_ms();
+    if (w->rc == ZKR_OK) {
+        w->token = lk_token(w->l);
+        w->release_rc = lk_release(w->l);
+    }
+    atomic_store(&w->done, 1);
+    return NULL;
+}
+
+static void waiter_start(waiter_t *w, lk_t *l, int64_t timeout_ms)
+{
+    memset(w, 0, sizeof *w);
+    w->l = l;
+    w->timeout_ms = timeout_ms;
+    w->rc = w->release_rc = 1;
+    CU_ASSERT_FATAL(pthread_create(&w->tid, NULL, waiter_main, w) == 0);
+}
+
+/* ---- outside deletion of a holder's node ---------------------------------------------- */
+
+static void outside_delete_holder(kind_t k)
+{
+    char path[128], dir[160];
+    zkt_path("outside", path, sizeof path);
+    hold_dir(k, path, dir, sizeof dir);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    lk_t a, b;
+    lk_new(&a, k, k != K_READ, ca, path);
+    /* a write hold has a reader waiting, a read hold a writer */
+    lk_new(&b, k, k == K_READ, cb, path);
+    told_t told;
+    memset(&told, 0, sizeof told);
+    CU_ASSERT_EQUAL(lk_set_listener(&a, told_fn, &told), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(lk_acquire(&a, 5000), ZKR_OK);
+    int64_t ta = lk_token(&a);
+    waiter_t w;
+    waiter_start(&w, &b, LONG_WAIT_MS);
+    char *anode = node_of(zh, dir, session_of(ca));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(anode);
+    CU_ASSERT_TRUE(zkt_wait_for(int_set, &told.calls, 300) == 0); /* nothing said yet */
+    CU_ASSERT_EQUAL(atomic_load(&w.done), 0);
+
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zoo_delete(zh, anode, -1), ZOK); /* another session deletes it */
+    CU_ASSERT_TRUE(zkt_wait_for(int_set, &told.lost, 10000));
+    long long delay = atomic_load(&told.lost_at) - t0;
+    printf("\n    %s: holder told LOST %lld ms after the outside delete ", kind_names[k], delay);
+    CU_ASSERT_EQUAL(lk_state(&a), ZKR_HOLD_LOST);
+    CU_ASSERT_FALSE(lk_is_held(&a));
+    CU_ASSERT_EQUAL(atomic_load(&told.calls), 1); /* one notification */
+    /* The next holder gets in, with a larger token. */
+    pthread_join(w.tid, NULL);
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_TRUE(w.token > ta);
+    CU_ASSERT_EQUAL(w.release_rc, ZKR_OK);
+    CU_ASSERT_EQUAL(lk_release(&a), ZKR_ELOST);
+    CU_ASSERT_TRUE(zkt_count_children(zh, dir) == 0);
+    free(anode);
+    lk_free(&a);
+    lk_free(&b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
+static void test_outside_mutex(void)
+{
+    outside_delete_holder(K_MUTEX);
+}
+static void test_outside_write(void)
+{
+    outside_delete_holder(K_WRITE);
+}
+static void test_outside_read(void)
+{
+    outside_delete_holder(K_READ);
+}
+static void test_outside_smutex(void)
+{
+    outside_delete_holder(K_SMUTEX);
+}
+static void test_outside_lease(void)
+{
+    outside_delete_holder(K_LEASE);
+}
+
+/* ---- outside deletion of a waiting node ----------------------------------------------- */
+
+static void test_outside_delete_waiter(void)
+{
+    char path[128];
+    zkt_path("outside-waiter", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ca = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    lk_t a, b;
+    lk_new(&a, K_MUTEX, 1, ca, path);
+    lk_new(&b, K_MUTEX, 1, cb, path);
+    CU_ASSERT_EQUAL_FATAL(lk_acquire(&a, 5000), ZKR_OK);
+    waiter_t w;
+    waiter_start(&w, &b, LONG_WAIT_MS);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(zh, path, 2, 10000));
+    zkt_sleep_ms(200); /* it has set its watches */
+    char *bnode = node_of(zh, path, session_of(cb));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bnode);
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zoo_delete(zh, bnode, -1), ZOK);
+    CU_ASSERT_TRUE(zkt_wait_for(int_set, &w.done, 10000));
+    pthread_join(w.tid, NULL);
+    printf("\n    waiter returned %s %lld ms after its node was deleted ", zkr_err_name(w.rc),
+           (long long)(w.returned_at - t0));
+    CU_ASSERT_EQUAL(w.rc, ZKR_EDELETED);
+    CU_ASSERT_TRUE(w.returned_at - t0 < 5000);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(b.m));
+    /* The holder is untouched. */
+    CU_ASSERT_EQUAL(lk_state(&a), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(lk_release(&a), ZKR_OK);
+    /* b can queue again. */
+    CU_ASSERT_EQUAL(lk_acquire(&b, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(lk_release(&b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    free(bnode);
+    lk_free(&a);
+    lk_free(&b);
+    zkr_client_close(ca);
+    zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
+/* ---- a directory that forbids delete ---------------------------------------------------- */
+
+static void test_release_refused(void)
+{
+    char base[128], path[160];
+    zkt_path("nodelete", base, sizeof base);
+    snprintf(path, sizeof path, "%s/lock", base);
+    zhandle_t *zh = zkt_raw();
+    zoo_create(zh, "/zkr-test", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0); /* may exist */
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, base, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    struct ACL no_delete_acl = {ZOO_PERM_ALL & ~ZOO_PERM_DELETE, {"world", "anyone"}};
+    struct ACL_vector no_delete = {1, &no_delete_acl};
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "", 0, &no_delete, 0, NULL, 0), ZOK);
+
+    zkr_client_t *c = zkt_client(SESSION_MS), *c2 = zkt_client(SESSION_MS);
+    zkr_mutex_t *m, *m2;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, c2, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    /* A failed acquire cannot delete its node either: it says so (log),
+     * returns its own failure, and the node stays with its session. */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m2, 0), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 2);
+    /* The release is refused: it says so, and the object no longer holds. */
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ENOAUTH);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 2);
+    /* The nodes go with their sessions. */
+    zkr_mutex_free(m);
+    zkr_mutex_free(m2);
+    zkr_client_close(c);
+    zkr_client_close(c2);
+    CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 10000));
+    zkt_raw_close(zh);
+}
+
+/* ---- release on a stalled link: bounded ------------------------------------------------- */
+
+static int server_port(void)
+{
+    const char *colon = strrchr(zkt_hosts(), ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
+static void test_release_during_stall(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = 8000; /* the stall stays undetected for seconds */
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, zkt_proxy_hosts(px), &o), ZKR_OK);
+    char path[128];
+    zkt_path("release-stall", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    zkr_mutex_t *m;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    zkt_proxy_stall(px, 1);
+    int64_t t0 = zkt_now_ms();
+    int rc = zkr_mutex_release(m);
+    long long took = zkt_now_ms() - t0;
+    printf("\n    release on a stalled link returned %s after %lld ms (bound %d) ", zkr_err_name(rc), took,
+           ZKR_RELEASE_WAIT_MS);
+    CU_ASSERT_EQUAL(rc, ZKR_OK);
+    CU_ASSERT_TRUE(took <= ZKR_RELEASE_WAIT_MS + 500);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    /* The delete is finished once the link is back. */
+    zkt_proxy_stall(px, 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 20000));
+    zkr_mutex_free(m);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+    zkt_raw_close(zh);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("holds", NULL, NULL);
+    CU_add_test(s, "outside deletion of a mutex holder's node: LOST at once", test_outside_mutex);
+    CU_add_test(s, "outside deletion of a write holder's node (reader waiting)", test_outside_write);
+    CU_add_test(s, "outside deletion of a read holder's node (writer waiting)", test_outside_read);
+    CU_add_test(s, "outside deletion of a semaphore mutex holder's lease", test_outside_smutex);
+    CU_add_test(s, "outside deletion of a lease of a 1-lease semaphore", test_outside_lease);
+    CU_add_test(s, "outside deletion of a waiting node: ZKR_EDELETED at once", test_outside_delete_waiter);
+    CU_add_test(s, "a directory that forbids delete: release returns the refusal", test_release_refused);
+    CU_add_test(s, "release on a stalled link returns within ZKR_RELEASE_WAIT_MS", test_release_during_stall);
+}
+
+int main(void)
+{
+    return zkt_main("test_holds", add_suites);
+}
