@@ -143,10 +143,12 @@ int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct t
 }
 
 /* zoo_* calls */
-static atomic_long zc[16];
-static const char *zn[16] = {"zoo_acreate2", "zoo_aget_children", "zoo_wget", "zoo_delete", "zoo_get_children",
+static atomic_long zc[24];
+static const char *zn[24] = {"zoo_acreate2", "zoo_aget_children", "zoo_wget", "zoo_delete", "zoo_get_children",
                              "zoo_exists", "zoo_create", "zoo_adelete", "zoo_awget", "zoo_wexists", "zoo_get", "zoo_aget",
-                             "zoo_create2", "zoo_multi", "zoo_amulti", "zoo_awexists"};
+                             "zoo_create2", "zoo_multi", "zoo_amulti", "zoo_awexists", "zoo_aexists",
+                             "zoo_wget_children", "zoo_awget_children", "zoo_async", "zoo_set", "zoo_aset",
+                             "zoo_get_children2", "zoo_aget_children2"};
 #define WRAP(i, ret, name, params, args)                                    \
     ret name params                                                         \
     {                                                                       \
@@ -164,6 +166,15 @@ WRAP(4, int, zoo_get_children, (zhandle_t * zh, const char *path, int watch, str
 WRAP(5, int, zoo_exists, (zhandle_t * zh, const char *path, int watch, struct Stat *stat), (zh, path, watch, stat))
 WRAP(6, int, zoo_create, (zhandle_t * zh, const char *path, const char *value, int valuelen, const struct ACL_vector *acl, int mode, char *path_buffer, int path_buffer_len), (zh, path, value, valuelen, acl, mode, path_buffer, path_buffer_len))
 WRAP(9, int, zoo_wexists, (zhandle_t * zh, const char *path, watcher_fn watcher, void *wctx, struct Stat *stat), (zh, path, watcher, wctx, stat))
+WRAP(7, int, zoo_adelete, (zhandle_t * zh, const char *path, int version, void_completion_t completion, const void *data), (zh, path, version, completion, data))
+WRAP(8, int, zoo_awget, (zhandle_t * zh, const char *path, watcher_fn watcher, void *wctx, data_completion_t completion, const void *data), (zh, path, watcher, wctx, completion, data))
+WRAP(15, int, zoo_awexists, (zhandle_t * zh, const char *path, watcher_fn watcher, void *wctx, stat_completion_t completion, const void *data), (zh, path, watcher, wctx, completion, data))
+WRAP(16, int, zoo_aexists, (zhandle_t * zh, const char *path, int watch, stat_completion_t completion, const void *data), (zh, path, watch, completion, data))
+WRAP(17, int, zoo_wget_children, (zhandle_t * zh, const char *path, watcher_fn watcher, void *wctx, struct String_vector *strings), (zh, path, watcher, wctx, strings))
+WRAP(18, int, zoo_awget_children, (zhandle_t * zh, const char *path, watcher_fn watcher, void *wctx, strings_completion_t completion, const void *data), (zh, path, watcher, wctx, completion, data))
+WRAP(19, int, zoo_async, (zhandle_t * zh, const char *path, string_completion_t completion, const void *data), (zh, path, completion, data))
+WRAP(13, int, zoo_multi, (zhandle_t * zh, int count, const zoo_op_t *ops, zoo_op_result_t *results), (zh, count, ops, results))
+WRAP(14, int, zoo_amulti, (zhandle_t * zh, int count, const zoo_op_t *ops, zoo_op_result_t *results, void_completion_t completion, const void *data), (zh, count, ops, results, completion, data))
 WRAP(10, int, zoo_get, (zhandle_t * zh, const char *path, int watch, char *buffer, int *buffer_len, struct Stat *stat), (zh, path, watch, buffer, buffer_len, stat))
 
 __attribute__((destructor)) static void report(void)
@@ -175,7 +186,7 @@ __attribute__((destructor)) static void report(void)
     if (!f)
         return;
     fprintf(f, "zoo calls:");
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 24; i++)
         if (zc[i])
             fprintf(f, " %s=%ld", zn[i], (long)zc[i]);
     fprintf(f, "\n");
