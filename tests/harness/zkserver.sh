@@ -28,6 +28,14 @@ else
 fi
 JAVA=${JAVA:-java}
 TICK_MS=${ZKR_ZK_TICK_MS:-500}
+# The tests' JVM: small heap, serial GC, C1 only (starts fast on a busy
+# machine).  ZKR_ZK_JVM=default runs the server with the JVM's default flags
+# instead (the benchmark's "--server default").
+if [ "${ZKR_ZK_JVM:-}" = default ]; then
+    JVM_FLAGS=()
+else
+    JVM_FLAGS=(-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto)
+fi
 
 die() { echo "zkserver.sh: $*" >&2; exit 1; }
 
@@ -70,7 +78,7 @@ CFG
 spawn() { # dir: start the JVM described by dir/zoo.cfg and dir/main
     local dir=$1 main=org.apache.zookeeper.server.ZooKeeperServerMain
     [ -f "$dir/main" ] && main=$(cat "$dir/main")
-    setsid "$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto \
+    setsid "$JAVA" ${JVM_FLAGS[@]+"${JVM_FLAGS[@]}"} \
         -Dzookeeper.jmx.log4j.disable=true \
         -cp "$ZK_CP" "$main" "$dir/zoo.cfg" \
         >> "$dir/server.log" 2>&1 < /dev/null &

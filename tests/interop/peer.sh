@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Compile (once) and run the Curator peer used by tests/test_interop.c.
 #   peer.sh HOSTS
+# ZKR_PEER_MAIN=Class ZKR_PEER_SRC=path/Class.java ZKR_PEER_JVM="flags" run
+# another peer on the same jars (the benchmark's tests/bench/CuratorBench.java).
 # Classes go to $ZKR_INTEROP_CLASSES (default: a directory under
 # $ZKR_TEST_ZKDIR or /tmp).  Jars come from Debian's
 # libcurator-recipes-java and zookeeper packages.
@@ -24,7 +26,10 @@ done
 command -v javac >/dev/null || { echo "peer.sh: javac missing: install default-jdk-headless" >&2; exit 1; }
 out=${ZKR_INTEROP_CLASSES:-${ZKR_TEST_ZKDIR:-/tmp}/interop-classes}
 mkdir -p "$out"
-if [ ! -f "$out/CuratorPeer.class" ] || [ "$here/CuratorPeer.java" -nt "$out/CuratorPeer.class" ]; then
-    javac -nowarn -d "$out" -cp "$cp" "$here/CuratorPeer.java" >&2
+main=${ZKR_PEER_MAIN:-CuratorPeer}
+src=${ZKR_PEER_SRC:-$here/CuratorPeer.java}
+if [ ! -f "$out/$main.class" ] || [ "$src" -nt "$out/$main.class" ]; then
+    javac -nowarn -d "$out" -cp "$cp" "$src" >&2
 fi
-exec java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$out:$cp" CuratorPeer "$1"
+# shellcheck disable=SC2086
+exec java ${ZKR_PEER_JVM:--Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1} -cp "$out:$cp" "$main" "$1"

@@ -1,0 +1,313 @@
+// The Curator 5.4 peer of the benchmark suite (scripts/bench.sh).  One JVM
+// stays up for the whole run, so the JIT is warm after the first (discarded)
+// run of each scenario.  Line protocol on stdin, one answer line each:
+//   run SCENARIO SECONDS [COUNT]   ->  RESULT impl=curator scenario=... (as zkr_bench)
+//   quit
+// Scenarios and their shape are those of tests/bench/zkr_bench.c.
+// Benchmarks print figures; they never assert a speed.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.RetryNTimes;
+
+public class CuratorBench {
+    static String hosts;
+    static final List<CuratorFramework> pool = new ArrayList<>();
+    static int runNo = 0;
+
+    static CuratorFramework client(int i) throws Exception {
+        while (pool.size() <= i) {
+            CuratorFramework c = CuratorFrameworkFactory.newClient(hosts, 20000, 15000, new RetryNTimes(3, 100));
+            c.start();
+            if (!c.blockUntilConnected(20, TimeUnit.SECONDS))
+                throw new IllegalStateException("no connection");
+            pool.add(c);
+        }
+        return pool.get(i);
+    }
+
+    enum Kind { MUTEX, MULTI, SEM, READ, RWMIX }
+
+    static final class Scen {
+        final Kind kind;
+        final int threads, sessions, multi, leases;
+        final boolean shared, handoff;
+        Scen(Kind k, int t, int s, boolean sh, int m, int l, boolean h) {
+            kind = k; threads = t; sessions = s; shared = sh; multi = m; leases = l; handoff = h;
+        }
+    }
+
+    static Scen scen(String name) {
+        switch (name) {
+        case "uncontended": return new Scen(Kind.MUTEX, 1, 1, false, 0, 0, false);
+        case "threads64": return new Scen(Kind.MUTEX, 64, 1, false, 0, 0, false);
+        case "contended4": return new Scen(Kind.MUTEX, 4, 4, true, 0, 0, true);
+        case "contended16": return new Scen(Kind.MUTEX, 16, 16, true, 0, 0, true);
+        case "multilock5": return new Scen(Kind.MULTI, 1, 1, false, 5, 0, false);
+        case "semaphore": return new Scen(Kind.SEM, 1, 1, true, 0, 10, false);
+        case "semaphore16": return new Scen(Kind.SEM, 16, 16, true, 0, 10, false);
+        case "read4": return new Scen(Kind.READ, 4, 4, true, 0, 0, false);
+        case "rw90": return new Scen(Kind.RWMIX, 4, 4, true, 0, 0, false);
+        default: throw new IllegalArgumentException("scenario " + name);
+        }
+    }
+
+    /** One worker's lock, whatever the kind. */
+    static final class Worker {
+        final Kind kind;
+        InterProcessLock lock, read, write;
+        InterProcessSemaphoreV2 sem;
+        Lease lease;
+        boolean wrote;
+
+        Worker(Scen s, CuratorFramework c, String base, int t) {
+            kind = s.kind;
+            String path = s.shared ? base + "/lock" : base + "/t" + t;
+            switch (s.kind) {
+            case MUTEX: lock = new InterProcessMutex(c, path); break;
+            case MULTI: {
+                List<String> ps = new ArrayList<>();
+                for (int i = 0; i < s.multi; i++)
+                    ps.add(base + "/t" + t + "-" + i);
+                lock = new InterProcessMultiLock(c, ps);
+                break;
+            }
+            case SEM: sem = new InterProcessSemaphoreV2(c, path, s.leases); break;
+            case READ: lock = new InterProcessReadWriteLock(c, path).readLock(); break;
+            case RWMIX: {
+                InterProcessReadWriteLock rw = new InterProcessReadWriteLock(c, path);
+                read = rw.readLock();
+                write = rw.writeLock();
+                break;
+            }
+            }
+        }
+
+        boolean acquire(boolean w) throws Exception {
+            switch (kind) {
+            case SEM:
+                lease = sem.acquire(60, TimeUnit.SECONDS);
+                return lease != null;
+            case RWMIX:
+                wrote = w;
+                return (w ? write : read).acquire(60, TimeUnit.SECONDS);
+            default:
+                return lock.acquire(60, TimeUnit.SECONDS);
+            }
+        }
+
+        void release() throws Exception {
+            switch (kind) {
+            case SEM: lease.close(); lease = null; break;
+            case RWMIX: (wrote ? write : read).release(); break;
+            default: lock.release();
+            }
+        }
+    }
+
+    static double nowMs() { return System.nanoTime() / 1e6; }
+
+    static final class Lat {
+        double[] v = new double[1024];
+        int n;
+        void add(double x) {
+            if (n == v.length) {
+                if (n >= (1 << 22)) return;
+                v = Arrays.copyOf(v, n * 2);
+            }
+            v[n++] = x;
+        }
+    }
+
+    static String runTimed(String name, double seconds) throws Exception {
+        Scen s = scen(name);
+        String base = "/zkr-bench/curator-" + name + "-" + (++runNo) + "-" + ProcessHandle.current().pid();
+        CyclicBarrier barrier = new CyclicBarrier(s.threads + 1);
+        AtomicInteger lastHolder = new AtomicInteger(-1);
+        AtomicLong releaseBits = new AtomicLong(Double.doubleToLongBits(0));
+        long[] ops = new long[s.threads], errs = new long[s.threads];
+        Lat[] lat = new Lat[s.threads];
+        double[] deadline = new double[1];
+        Thread[] th = new Thread[s.threads];
+        Throwable[] fail = new Throwable[1];
+        for (int t = 0; t < s.threads; t++) {
+            final int me = t;
+            lat[t] = new Lat();
+            final CuratorFramework c = client(t % s.sessions);
+            th[t] = new Thread(() -> {
+                try {
+                    Worker w = new Worker(s, c, base, me);
+                    if (s.kind != Kind.RWMIX && !s.shared && w.acquire(false))
+                        w.release(); // parents exist from here on
+                    barrier.await();
+                    long seed = me * 2654435761L + 1;
+                    final double dl = deadline[0];
+                    for (;;) {
+                        double a0 = nowMs();
+                        if (a0 >= dl) break;
+                        seed = (seed * 1103515245L + 12345L) & 0xffffffffL;
+                        boolean wr = s.kind == Kind.RWMIX && ((seed >>> 16) % 10) == 0;
+                        if (!w.acquire(wr)) {
+                            if (++errs[me] > 100) throw new IllegalStateException("acquires fail");
+                            continue;
+                        }
+                        double got = nowMs();
+                        if (s.handoff) {
+                            int prev = lastHolder.get();
+                            double rel = Double.longBitsToDouble(releaseBits.get());
+                            if (prev >= 0 && prev != me && rel > 0 && got <= dl)
+                                lat[me].add(got - rel);
+                            lastHolder.set(me);
+                            releaseBits.set(Double.doubleToLongBits(nowMs()));
+                        }
+                        w.release();
+                        double end = nowMs();
+                        if (end <= dl) {
+                            ops[me]++;
+                            if (!s.handoff) lat[me].add(end - a0);
+                        }
+                    }
+                } catch (Throwable e) {
+                    synchronized (fail) { if (fail[0] == null) fail[0] = e; }
+                    barrier.reset();
+                }
+            });
+            th[t].setDaemon(true);
+        }
+        for (Thread x : th) x.start();
+        double t0 = nowMs(); // set before the barrier releases the workers
+        deadline[0] = t0 + seconds * 1e3;
+        barrier.await(120, TimeUnit.SECONDS);
+        for (Thread x : th) x.join(180000);
+        if (fail[0] != null) throw new RuntimeException(fail[0]);
+        long total = 0, errors = 0;
+        int n = 0;
+        for (int t = 0; t < s.threads; t++) { total += ops[t]; errors += errs[t]; n += lat[t].n; }
+        double[] all = new double[n];
+        int k = 0;
+        for (Lat l : lat) { System.arraycopy(l.v, 0, all, k, l.n); k += l.n; }
+        Arrays.sort(all);
+        double p50 = n > 0 ? all[(n - 1) / 2] : 0, p99 = n > 0 ? all[(int) ((n - 1) * 0.99)] : 0;
+        return String.format("RESULT impl=curator scenario=%s threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=%s errors=%d", name, s.threads, s.sessions, total, seconds,
+                total / seconds, p50, p99, s.handoff ? "handoff" : "cycle", errors);
+    }
+
+    static String runWaiters(int n) throws Exception {
+        int ns = 10;
+        String path = "/zkr-bench/curator-waiters-" + (++runNo) + "-" + ProcessHandle.current().pid() + "/lock";
+        InterProcessMutex holder = new InterProcessMutex(client(0), path);
+        holder.acquire();
+        double[] got = new double[n + 1];
+        int[] errors = new int[1];
+        Thread[] th = new Thread[n];
+        for (int i = 0; i < n; i++) {
+            final int me = i;
+            final InterProcessMutex m = new InterProcessMutex(client(i % ns), path);
+            th[i] = new Thread(null, () -> {
+                try {
+                    if (m.acquire(300, TimeUnit.SECONDS)) {
+                        got[me + 1] = nowMs();
+                        m.release();
+                    } else synchronized (errors) { errors[0]++; }
+                } catch (Exception e) {
+                    synchronized (errors) { errors[0]++; }
+                }
+            }, "w" + i, 256 * 1024);
+            th[i].setDaemon(true);
+        }
+        double q0 = nowMs();
+        for (Thread x : th) x.start();
+        while (nowMs() - q0 < 300000 && holder.getParticipantNodes().size() < n + 1)
+            Thread.sleep(50);
+        if (holder.getParticipantNodes().size() < n + 1)
+            throw new IllegalStateException("not all queued");
+        double queued = nowMs() - q0;
+        System.out.println("QUEUED " + n);
+        System.out.flush();
+        double t0 = nowMs();
+        got[0] = t0;
+        holder.release();
+        for (Thread x : th) x.join(300000);
+        double drain = nowMs() - t0;
+        Arrays.sort(got);
+        double[] gaps = new double[n];
+        for (int i = 0; i < n; i++) gaps[i] = got[i + 1] - got[i];
+        Arrays.sort(gaps);
+        return String.format("RESULT impl=curator scenario=waiters threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=handoff errors=%d queue_ms=%.0f", n, ns, n, drain / 1e3,
+                n / (drain / 1e3), gaps[(n - 1) / 2], gaps[(int) ((n - 1) * 0.99)], errors[0], queued);
+    }
+
+    static long usedHeap() throws Exception {
+        Runtime rt = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) { System.gc(); Thread.sleep(100); }
+        return rt.totalMemory() - rt.freeMemory();
+    }
+
+    static String runHeap(int n) throws Exception {
+        CuratorFramework c = client(0);
+        String base = "/zkr-bench/curator-heap-" + (++runNo) + "-" + ProcessHandle.current().pid();
+        InterProcessMutex warm = new InterProcessMutex(c, base + "/warm");
+        warm.acquire();
+        warm.release();
+        InterProcessMutex[] m = new InterProcessMutex[n];
+        long before = usedHeap();
+        double t0 = nowMs();
+        for (int i = 0; i < n; i++) {
+            m[i] = new InterProcessMutex(c, base + "/h" + i);
+            if (!m[i].acquire(60, TimeUnit.SECONDS)) throw new IllegalStateException("heap acquire " + i);
+        }
+        double secs = (nowMs() - t0) / 1e3;
+        long held = usedHeap();
+        for (int i = 0; i < n; i++) m[i].release();
+        return String.format("RESULT impl=curator scenario=heap threads=1 sessions=1 ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=0 p99_ms=0 lat=none errors=0 bytes_per_lock=%.0f", n, secs, n / secs,
+                (held - before) / (double) n);
+    }
+
+    public static void main(String[] args) throws Exception {
+        hosts = args[0];
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        System.out.println("READY");
+        System.out.flush();
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] w = line.trim().split("\\s+");
+            if (w.length == 0 || w[0].isEmpty()) continue;
+            if (w[0].equals("quit")) break;
+            String out;
+            try {
+                if (!w[0].equals("run") || w.length < 3) throw new IllegalArgumentException("usage: run SCENARIO SECONDS [N]");
+                int count = w.length > 3 ? Integer.parseInt(w[3]) : 0;
+                switch (w[1]) {
+                case "waiters": out = runWaiters(count > 0 ? count : 1000); break;
+                case "heap": out = runHeap(count > 0 ? count : 10000); break;
+                default: out = runTimed(w[1], Double.parseDouble(w[2]));
+                }
+            } catch (Throwable e) {
+                out = "ERROR " + e.toString().replace('\n', ' ');
+            }
+            System.out.println(out);
+            System.out.flush();
+        }
+        for (CuratorFramework c : pool) c.close();
+        System.exit(0);
+    }
+}

@@ -1,0 +1,446 @@
+#!/usr/bin/python3
+"""Orchestrator of the benchmark suite; scripts/bench.sh starts the servers
+and calls this.  For every round, every scenario runs once for zkrecipes
+and once for each of its peers, in an order that rotates from round to
+round; the table reports, per scenario and peer, the median over the rounds
+of the per-round ratio zkrecipes / peer (throughput; > 1 means zkrecipes
+did more cycles per second in that round), next to the medians of the raw
+figures.  Benchmarks print figures; they never assert a speed.
+"""
+import argparse
+import os
+import re
+import select
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# scenario -> (what it is, peers in the order they are listed)
+# "floor64" is the floor with one session per thread.
+PLAN = [
+    ("uncontended", "uncontended mutex cycle, 1 client",
+     ["floor", "floor2", "curator", "kazoo", "redis"]),
+    ("threads64", "64 threads sharing one client, each its own mutex",
+     ["floor64", "floor", "curator", "kazoo", "redis"]),
+    ("contended4", "contended mutex, 4 sessions", ["curator", "kazoo", "redis"]),
+    ("contended16", "contended mutex, 16 sessions", ["curator", "kazoo"]),
+    ("multilock5", "multi-lock of 5 mutexes, uncontended", ["floor", "curator"]),
+    ("semaphore", "semaphore lease acquire+return (10 leases), 1 client", ["floor2", "curator", "kazoo"]),
+    ("semaphore16", "semaphore of 10 leases, 16 sessions", ["curator", "kazoo"]),
+    ("read4", "read lock, 4 sessions, no writer", ["floor2", "curator", "kazoo"]),
+    ("rw90", "90/10 read/write mix on one rwlock, 4 sessions", ["curator"]),
+    ("waiters", "N waiters on one mutex (10 sessions): drain", ["curator", "kazoo"]),
+]
+PEER_NAMES = {
+    "zkr": "zkrecipes", "floor": "C floor create+delete", "floor2": "C floor create+list+delete",
+    "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
+    "redis": "Redis SET NX PX + Lua delete",
+}
+C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis"}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_result(line):
+    if not line or not line.startswith("RESULT "):
+        return None
+    return dict(kv.split("=", 1) for kv in line.split()[1:] if "=" in kv)
+
+
+def mntr(hostport):
+    """The server's mntr answer as a dict of numbers (empty on failure)."""
+    host, port = hostport.split(",")[0].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"mntr")
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        return {}
+    out = {}
+    for ln in data.decode(errors="replace").splitlines():
+        parts = ln.split("\t")
+        if len(parts) == 2:
+            try:
+                out[parts[0]] = float(parts[1])
+            except ValueError:
+                pass
+    return out
+
+
+def watch_fired(m):
+    return sum(v for k, v in m.items() if re.match(r"zk_sum_node_\w+_watch_count$", k))
+
+
+class LinePeer:
+    """A long-lived peer process (Curator JVM, Kazoo) speaking the run protocol."""
+
+    def __init__(self, name, argv, ready_timeout):
+        self.name, self.proc, self.why = name, None, ""
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=open(os.path.join(ARGS.workdir, name + ".err"), "w"),
+                                         text=True, bufsize=1)
+        except OSError as e:
+            self.why = str(e)
+            return
+        line = self.readline(ready_timeout)
+        if line != "READY":
+            self.why = "did not start (%s; see %s.err)" % (line or "no answer", name)
+            self.close()
+
+    def readline(self, timeout):
+        end = time.monotonic() + timeout
+        while self.proc and time.monotonic() < end:
+            r, _, _ = select.select([self.proc.stdout], [], [], max(0.0, end - time.monotonic()))
+            if r:
+                line = self.proc.stdout.readline()
+                if not line:
+                    return None
+                return line.strip()
+        return None
+
+    def ask(self, cmd, timeout):
+        if not self.proc:
+            return None, self.why
+        try:
+            self.proc.stdin.write(cmd + "\n")
+            self.proc.stdin.flush()
+        except OSError as e:
+            self.why = "died (%s)" % e
+            self.close()
+            return None, self.why
+        while True:
+            line = self.readline(timeout)
+            if line is None:
+                self.why = "no answer within %d s" % timeout
+                self.close()
+                return None, self.why
+            if line.startswith("QUEUED"):
+                continue
+            if line.startswith("RESULT"):
+                return parse_result(line), ""
+            return None, line
+
+    def close(self):
+        if self.proc:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
+    argv = [ARGS.driver, "-i", "floor" if impl == "floor64" else impl, "-c", scen, "-z", ARGS.hosts,
+            "-t", str(seconds)]
+    if impl == "floor64":
+        argv += ["-S", "64"]
+    if impl == "redis":
+        if not ARGS.redis:
+            return None, "no Redis server (install redis-server)"
+        argv += ["-r", ARGS.redis]
+    if count:
+        argv += ["-N", str(count)]
+    if cycles:
+        argv += ["-n", str(cycles)]
+    if wrapper:
+        argv = wrapper + argv
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=max(120, seconds * 20) + (600 if wrapper else 0))
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    for line in p.stdout.splitlines():
+        if line.startswith("SKIP"):
+            return None, line
+        r = parse_result(line)
+        if r:
+            return r, ""
+    return None, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+
+
+def proc_cpu(pid):
+    """CPU seconds (user + system) used so far by process pid, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def children_cpu():
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_one(impl, scen, seconds, count=0):
+    """One run; adds the server's requests per operation, the watches fired,
+    and the CPU per operation of the client process and of the server."""
+    before = mntr(ARGS.hosts)
+    srv0 = proc_cpu(ARGS.server_pid) if ARGS.server_pid else None
+    if impl in C_IMPLS:
+        cli0 = children_cpu()
+        r, why = run_c(impl, scen, seconds, count)
+        cli1 = children_cpu()
+    else:
+        peer = PEERS.get(impl)
+        if peer is None or not peer.proc:
+            return None, peer.why if peer else "not started"
+        pid = peer.proc.pid
+        cli0 = proc_cpu(pid)
+        r, why = peer.ask("run %s %s %d" % (scen, seconds, count), timeout=max(300, seconds * 30))
+        cli1 = proc_cpu(pid)
+    srv1 = proc_cpu(ARGS.server_pid) if ARGS.server_pid else None
+    after = mntr(ARGS.hosts)
+    if r is not None:
+        ops = max(1.0, float(r["ops"]))
+        if cli0 is not None and cli1 is not None:
+            r["cli_us_per_op"] = (cli1 - cli0) * 1e6 / ops
+        if srv0 is not None and srv1 is not None and impl != "redis":
+            r["srv_us_per_op"] = (srv1 - srv0) * 1e6 / ops
+        if before and after and impl != "redis":
+            r["req_per_op"] = (after.get("zk_packets_received", 0) - before.get("zk_packets_received", 0)) / ops
+            r["watches_fired"] = watch_fired(after) - watch_fired(before)
+    return r, why
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, nd=0):
+    if x is None:
+        return "-"
+    return ("%%.%df" % nd) % x
+
+
+def callgrind_costs(path):
+    """Self cost (Ir) per object file of a callgrind output file."""
+    names, costs, ob, skip = {}, {}, "?", False
+    with open(path) as f:
+        for ln in f:
+            if ln.startswith("ob=") or ln.startswith("cob="):
+                # "(N) name" defines N's name, wherever it first appears
+                m = re.match(r"c?ob=\((\d+)\)(?: (.*))?", ln.strip())
+                if m and m.group(2):
+                    names[m.group(1)] = m.group(2)
+                if ln.startswith("ob="):
+                    ob = ("#" + m.group(1)) if m else ln[3:].strip()
+            elif ln.startswith("calls="):
+                skip = True
+            elif ln[:1].isdigit() or ln[:1] in "+-*":
+                if skip:
+                    skip = False
+                    continue
+                parts = ln.split()
+                if len(parts) >= 2:
+                    costs[ob] = costs.get(ob, 0) + int(parts[1])
+    groups = {}
+    for ob, c in costs.items():
+        b = os.path.basename(names.get(ob[1:], ob) if ob.startswith("#") else ob)
+        key = ("libzkrecipes" if "libzkrecipes" in b else "libzookeeper" if "libzookeeper" in b
+               else "libc" if b.startswith("libc.") or b.startswith("libc-") else
+               "zkr_bench" if "zkr_bench" in b else "other")
+        groups[key] = groups.get(key, 0) + c
+    return groups
+
+
+def cpu_section(cycles):
+    libtool = os.path.join(ARGS.builddir, "libtool")
+    if not os.path.exists("/usr/bin/valgrind"):
+        return ["(valgrind not installed: the CPU section is skipped)"]
+    out = ["| implementation | instructions per cycle: total | libzkrecipes | libzookeeper_mt | libc | other |",
+           "|---|---|---|---|---|---|"]
+    for impl in ("zkr", "floor"):
+        res = []
+        for n in (cycles, 3 * cycles):
+            f = os.path.join(ARGS.workdir, "callgrind.%s.%d" % (impl, n))
+            wrap = [libtool, "--mode=execute", "valgrind", "--tool=callgrind", "-q",
+                    "--callgrind-out-file=" + f]
+            r, why = run_c(impl, "uncontended", 1, cycles=n, wrapper=wrap)
+            if r is None or not os.path.exists(f):
+                return ["(callgrind run failed: %s)" % why]
+            res.append(callgrind_costs(f))
+        per = {k: (res[1].get(k, 0) - res[0].get(k, 0)) / (2.0 * cycles) for k in set(res[0]) | set(res[1])}
+        other = per.get("other", 0) + per.get("zkr_bench", 0)
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            PEER_NAMES[impl], fmt(sum(per.values())), fmt(per.get("libzkrecipes", 0)),
+            fmt(per.get("libzookeeper", 0)), fmt(per.get("libc", 0)), fmt(other)))
+    out.append("")
+    out.append("(valgrind --tool=callgrind, every thread; the difference between a run of %d and one of %d "
+               "cycles, divided by %d, so start-up and connection are not counted.)" % (cycles, 3 * cycles,
+                                                                                       2 * cycles))
+    return out
+
+
+def main():
+    global ARGS, PEERS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", required=True)
+    ap.add_argument("--redis", default="")
+    ap.add_argument("--driver", required=True)
+    ap.add_argument("--builddir", default=TOP)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--scenarios", default="all")
+    ap.add_argument("--waiters", type=int, default=1000)
+    ap.add_argument("--heap", type=int, default=10000)
+    ap.add_argument("--cpu-cycles", type=int, default=200)
+    ap.add_argument("--server-label", default="")
+    ap.add_argument("--server-pid", type=int, default=0)
+    ap.add_argument("--out", default="bench-results.md")
+    ap.add_argument("--no-curator", action="store_true")
+    ap.add_argument("--no-kazoo", action="store_true")
+    ARGS = ap.parse_args()
+    if not (1 <= ARGS.rounds <= 20 and 0 < ARGS.seconds <= 60):
+        ap.error("rounds 1..20, seconds 0..60")
+    wanted = None if ARGS.scenarios == "all" else set(ARGS.scenarios.split(","))
+    plan = [p for p in PLAN if wanted is None or p[0] in wanted]
+    extra = [s for s in ("heap", "cpu") if wanted is None or s in wanted]
+    t_start = time.time()
+
+    PEERS = {}
+    if not ARGS.no_curator:
+        log("bench: starting the Curator peer (javac + JVM)")
+        # Debian's jars through the interop peer's launcher; default JVM flags
+        # (tiered JIT), a bounded heap
+        os.environ.update(ZKR_PEER_MAIN="CuratorBench", ZKR_PEER_SRC=os.path.join(TOP, "tests/bench/CuratorBench.java"),
+                          ZKR_PEER_JVM="-Xmx512m", ZKR_INTEROP_CLASSES=os.path.join(ARGS.workdir, "classes"))
+        PEERS["curator"] = LinePeer("curator", ["bash", os.path.join(TOP, "tests/interop/peer.sh"), ARGS.hosts], 180)
+    if not ARGS.no_kazoo:
+        PEERS["kazoo"] = LinePeer("kazoo", ["/usr/bin/python3", os.path.join(TOP, "tests/bench/kazoo_bench.py"),
+                                            ARGS.hosts], 60)
+    for name, p in PEERS.items():
+        if p.why:
+            log("bench: %s peer unavailable: %s" % (name, p.why))
+
+    # JIT warm-up: every scenario once on the JVM, not counted
+    cur = PEERS.get("curator")
+    if cur and cur.proc:
+        for scen, _, peers in plan:
+            if "curator" in peers:
+                log("bench: warming the JVM up: %s" % scen)
+                cur.ask("run %s %s %d" % (scen, ARGS.seconds, min(ARGS.waiters, 200)), timeout=300)
+
+    results = {}  # (scen, impl) -> [result or None per round]
+    whys = {}
+    for rnd in range(ARGS.rounds):
+        for scen, _, peers in plan:
+            impls = ["zkr"] + peers
+            k = rnd % len(impls)
+            order = impls[k:] + impls[:k]
+            for impl in order:
+                count = ARGS.waiters if scen == "waiters" else 0
+                r, why = run_one(impl, scen, ARGS.seconds, count)
+                results.setdefault((scen, impl), []).append(r)
+                if r is None:
+                    whys[(scen, impl)] = why
+                log("bench: round %d %-12s %-8s %s" % (rnd + 1, scen, impl,
+                                                       "rate=%s p50=%s p99=%s req/op=%.2f" % (
+                                                           r["rate"], r["p50_ms"], r["p99_ms"],
+                                                           r.get("req_per_op", 0)) if r else "n/a: " + why))
+
+    lines = []
+    lines.append("## zkrecipes benchmark results")
+    lines.append("")
+    lines.append("- server: %s" % (ARGS.server_label or ARGS.hosts))
+    lines.append("- machine: %s, %d cores (shared: other work may run; figures are noisy)" % (
+        os.uname().machine, os.cpu_count() or 0))
+    lines.append("- date: %s UTC; %d rounds x %g s per run; in each round every implementation runs each "
+                 "scenario once, in an order rotated per round" % (
+                     time.strftime("%Y-%m-%d %H:%M", time.gmtime(t_start)), ARGS.rounds, ARGS.seconds))
+    lines.append("- ratio = zkrecipes / peer in cycles per second, per round; shown: the median of the "
+                 "per-round ratios (the per-round ratios in brackets). > 1: zkrecipes did more.")
+    lines.append("- req/op: requests the server received per cycle (mntr packets_received delta / cycles); "
+                 "CPU us/op: CPU time (user + system) of the client process, and of the ZooKeeper server, "
+                 "per cycle (whole process, set-up included: an upper bound)")
+    lines.append("")
+    lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
+                 "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
+                 "server CPU us/op zkr / peer |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for scen, desc, peers in plan:
+        z = results.get((scen, "zkr"), [])
+        label = desc.replace("N waiters", "%d waiters" % ARGS.waiters)
+        lat_kind = "hand-off" if any(r and r.get("lat") == "handoff" for r in z) else "cycle"
+        for impl in peers:
+            p = results.get((scen, impl), [])
+            if not any(p):
+                lines.append("| %s | %s | %s | n/a: %s | - | - | - | - | - | - |" % (
+                    label, PEER_NAMES[impl], fmt(med([float(r["rate"]) for r in z if r])),
+                    whys.get((scen, impl), "no result")[:80].replace("|", "/")))
+                continue
+            ratios = [float(a["rate"]) / float(b["rate"]) if a and b and float(b["rate"]) > 0 else None
+                      for a, b in zip(z, p)]
+            rr = [x for x in ratios if x is not None]
+            lines.append("| %s | %s | %s | %s | **%s** (%s) | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |" % (
+                label + (" [%s]" % lat_kind), PEER_NAMES[impl],
+                fmt(med([float(r["rate"]) for r in z if r])), fmt(med([float(r["rate"]) for r in p if r])),
+                fmt(med(rr), 2) + "x" if rr else "-", " ".join("%.2f" % x for x in rr),
+                fmt(med([float(r["p50_ms"]) for r in z if r]), 2), fmt(med([float(r["p99_ms"]) for r in z if r]), 2),
+                fmt(med([float(r["p50_ms"]) for r in p if r]), 2), fmt(med([float(r["p99_ms"]) for r in p if r]), 2),
+                fmt(med([r.get("req_per_op") for r in z if r]), 2),
+                fmt(med([r.get("req_per_op") for r in p if r]), 2) if impl != "redis" else "-",
+                fmt(med([r.get("cli_us_per_op") for r in z if r])), fmt(med([r.get("cli_us_per_op") for r in p if r])),
+                fmt(med([r.get("srv_us_per_op") for r in z if r])),
+                fmt(med([r.get("srv_us_per_op") for r in p if r])) if impl != "redis" else "-"))
+        if scen == "waiters":
+            lines.append("")
+            for impl in ["zkr"] + peers:
+                rs = [r for r in results.get((scen, impl), []) if r]
+                if rs:
+                    lines.append("- %d waiters, %s: drain %s ms (median), wake-ups per hand-off %s "
+                                 "(server watch notifications / %d hand-offs)" % (
+                                     ARGS.waiters, PEER_NAMES[impl], fmt(med([float(r["secs"]) * 1e3 for r in rs])),
+                                     fmt(med([r.get("watches_fired", 0) / ARGS.waiters for r in rs]), 2),
+                                     ARGS.waiters))
+            lines.append("")
+
+    if "heap" in extra:
+        lines.append("")
+        lines.append("Heap per held lock, %d mutexes held at once by one thread, one client:" % ARGS.heap)
+        lines.append("")
+        r, why = run_c("zkr", "heap", 1, count=ARGS.heap)
+        lines.append("- zkrecipes: %s bytes of malloc heap per held lock (mallinfo2, every arena; the mutex "
+                     "object included)%s" % (r["bytes_per_lock"] if r else "n/a", "" if r else ": " + why))
+        if cur and cur.proc:
+            r2, why2 = cur.ask("run heap 1 %d" % ARGS.heap, timeout=600)
+            lines.append("- Curator: %s bytes of Java heap per held lock (used heap after System.gc(), "
+                         "before and after)%s" % (r2["bytes_per_lock"] if r2 else "n/a", "" if r2 else ": " + why2))
+    if "cpu" in extra:
+        lines.append("")
+        lines.append("CPU per uncontended cycle, zkrecipes against the C floor (create + delete):")
+        lines.append("")
+        lines.extend(cpu_section(ARGS.cpu_cycles))
+    lines.append("")
+    lines.append("Wall time of the whole run: %.0f s." % (time.time() - t_start))
+
+    for p in PEERS.values():
+        p.close()
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    with open(ARGS.out, "w") as f:
+        f.write(text)
+    log("bench: written to %s" % ARGS.out)
+
+
+if __name__ == "__main__":
+    main()
