@@ -168,21 +168,18 @@ int zkr_mutex_make_revocable(zkr_mutex_t *m, zkr_revoke_fn fn, void *ctx)
     return ZKR_OK;
 }
 
+static int revoke_on(struct _zhandle *zh, int64_t session, void *path)
+{
+    (void)session;
+    int zrc = zkr__zh_answer(zh, zoo_set(zh, path, REVOKE_MESSAGE, REVOKE_LEN, -1));
+    return zrc == ZNONODE ? ZKR_OK : zkr__zk_error(zrc);
+}
+
 int zkr_revoke_request(zkr_client_t *c, const char *node_path)
 {
     if (!c || !zkr__path_valid(node_path))
         return ZKR_EINVAL;
-    int rc = zkr__client_enter(c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__zh_t *h;
-    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
-        int zrc = zkr__zh_answer(zkr__zh(h), zoo_set(zkr__zh(h), node_path, REVOKE_MESSAGE, REVOKE_LEN, -1));
-        rc = (zrc == ZNONODE) ? ZKR_OK : zkr__zk_error(zrc);
-        zkr__client_put_handle(c, h);
-    }
-    zkr__client_leave(c);
-    return rc;
+    return zkr_client_with_handle(c, revoke_on, (void *)node_path);
 }
 
 /* ---- acquire / release ---------------------------------------------------------- */

@@ -290,39 +290,51 @@ int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
 
 /* ---- shared count ---------------------------------------------------------------- */
 
+typedef struct count_op {
+    zkr_client_t *c;
+    const char *path;
+    int32_t value;
+} count_op_t;
+
+static int count_set_on(struct _zhandle *zh, int64_t session, void *arg)
+{
+    (void)session;
+    count_op_t *op = arg;
+    unsigned char b[4];
+    zkr__be32_put(b, op->value);
+    int rc = ZKR_OK;
+    int zrc = zkr__zh_answer(zh, zoo_set(zh, op->path, (const char *)b, 4, -1));
+    if (zrc == ZNONODE) {
+        const char *slash = strrchr(op->path, '/');
+        if (slash && slash != op->path) {
+            char *parent = strndup(op->path, (size_t)(slash - op->path));
+            rc = parent ? zkr__ensure_path(op->c, zh, parent) : ZKR_ENOMEM;
+            free(parent);
+        }
+        if (rc == ZKR_OK) {
+            zrc = zkr__zh_answer(zh, zoo_create(zh, op->path, (const char *)b, 4, zkr__client_acl(op->c), 0, NULL, 0));
+            if (zrc == ZNODEEXISTS)
+                zrc = zkr__zh_answer(zh, zoo_set(zh, op->path, (const char *)b, 4, -1));
+        }
+    }
+    return rc == ZKR_OK ? zkr__zk_error(zrc) : rc;
+}
+
 int zkr_shared_count_set(zkr_client_t *c, const char *count_path, int32_t value)
 {
     if (!c || !zkr__path_valid(count_path) || value < 1)
         return ZKR_EINVAL; /* a semaphore of less than one lease never grants */
-    int rc = zkr__client_enter(c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__zh_t *h;
-    if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK) {
-        zkr__client_leave(c);
-        return rc;
-    }
-    unsigned char b[4];
-    zkr__be32_put(b, value);
-    zhandle_t *zh = zkr__zh(h);
-    int zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
-    if (zrc == ZNONODE) {
-        const char *slash = strrchr(count_path, '/');
-        if (slash && slash != count_path) {
-            char *parent = strndup(count_path, (size_t)(slash - count_path));
-            rc = parent ? zkr__ensure_path(c, zh, parent) : ZKR_ENOMEM;
-            free(parent);
-        }
-        if (rc == ZKR_OK) {
-            zrc = zkr__zh_answer(zh, zoo_create(zh, count_path, (const char *)b, 4, zkr__client_acl(c), 0, NULL, 0));
-            if (zrc == ZNODEEXISTS)
-                zrc = zkr__zh_answer(zh, zoo_set(zh, count_path, (const char *)b, 4, -1));
-        }
-    }
-    if (rc == ZKR_OK)
-        rc = zkr__zk_error(zrc);
-    zkr__client_put_handle(c, h);
-    zkr__client_leave(c);
+    count_op_t op = {c, count_path, value};
+    return zkr_client_with_handle(c, count_set_on, &op);
+}
+
+static int count_get_on(struct _zhandle *zh, int64_t session, void *arg)
+{
+    (void)session;
+    count_op_t *op = arg;
+    int max = 0;
+    int rc = read_count(zh, op->path, NULL, &max);
+    op->value = max;
     return rc;
 }
 
@@ -330,18 +342,10 @@ int zkr_shared_count_get(zkr_client_t *c, const char *count_path, int32_t *value
 {
     if (!c || !value || !zkr__path_valid(count_path))
         return ZKR_EINVAL;
-    int rc = zkr__client_enter(c);
-    if (rc != ZKR_OK)
-        return rc;
-    zkr__zh_t *h;
-    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
-        int max = 0;
-        rc = read_count(zkr__zh(h), count_path, NULL, &max);
-        if (rc == ZKR_OK)
-            *value = max;
-        zkr__client_put_handle(c, h);
-    }
-    zkr__client_leave(c);
+    count_op_t op = {c, count_path, 0};
+    int rc = zkr_client_with_handle(c, count_get_on, &op);
+    if (rc == ZKR_OK)
+        *value = op.value;
     return rc;
 }
 

@@ -12,22 +12,51 @@
 
 #include <string.h>
 
-static int bad_char(unsigned char c)
+/* ZooKeeper's character rule (PathUtils.validatePath) on the UTF-16 the
+ * server decodes our bytes into: the code point at c (n bytes left), or -1
+ * if the bytes are not one well-formed UTF-8 character of at most 3 bytes
+ * (4-byte ones become surrogate pairs, malformed bytes U+FFFD: refused). */
+static long ref_code_point(const unsigned char *c, size_t n, size_t *used)
 {
-    return (c >= 0x01 && c <= 0x1f) || c == 0x7f;
+    size_t want = c[0] < 0x80 ? 1 : (c[0] >> 5) == 0x6 ? 2 : (c[0] >> 4) == 0xe ? 3 : 0;
+    if (want == 0 || want > n)
+        return -1;
+    long cp = want == 1 ? c[0] : want == 2 ? (c[0] & 0x1f) : (c[0] & 0x0f);
+    for (size_t i = 1; i < want; i++) {
+        if ((c[i] >> 6) != 0x2)
+            return -1;
+        cp = (cp << 6) | (c[i] & 0x3f);
+    }
+    static const long min_for[4] = {0, 0, 0x80, 0x800}; /* no overlong forms */
+    if (cp < min_for[want])
+        return -1;
+    *used = want;
+    return cp;
 }
 
-/* a component a path may have: not empty, not "." or "..", no '/' and no
- * control character */
+static int ref_code_point_ok(long cp)
+{
+    if (cp < 0)
+        return 0;
+    if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
+        return 0;
+    if (cp >= 0xd800 && cp < 0xf900)
+        return 0;
+    return cp < 0xfff0;
+}
+
+/* a component a path may have: not empty, not "." or "..", no '/' and only
+ * characters ZooKeeper accepts */
 static int ref_component_ok(const char *c, size_t len)
 {
-    size_t i;
-
     if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
         return 0;
-    for (i = 0; i < len; i++)
-        if (c[i] == '/' || bad_char((unsigned char)c[i]))
+    for (size_t i = 0; i < len;) {
+        size_t used = 0;
+        if (c[i] == '/' || !ref_code_point_ok(ref_code_point((const unsigned char *)c + i, len - i, &used)))
             return 0;
+        i += used;
+    }
     return 1;
 }
 
