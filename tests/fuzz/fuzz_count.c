@@ -39,7 +39,7 @@ static void check_read(const uint8_t *data, size_t size, int no_data)
 {
     int len = no_data ? -1 : (int)(size < READ_BUF ? size : READ_BUF);
     /* exactly the bytes the client copied: a read past them is an ASan error */
-    char *buf = malloc(len > 0 ? (size_t)len : 1);
+    char *buf = calloc(len > 0 ? (size_t)len : 1, 1);
     int32_t v = 0x5a5a5a5a;
     int rc;
 
