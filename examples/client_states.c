@@ -85,9 +85,9 @@ int main(int argc, char **argv)
         zkr_client_close(c);
         return ex_check(0, "never connected");
     }
-    int timeout = 0;
+    int64_t timeout = 0;
     zkr_client_session_timeout(c, &timeout);
-    printf("connected to %s, negotiated session timeout %d ms; watching for %d s\n", hosts, timeout, seconds);
+    printf("connected to %s, negotiated session timeout %lld ms; watching for %d s\n", hosts, (long long)timeout, seconds);
     fflush(stdout);
     struct timespec ts = {1, 0};
     for (int i = 0; i < seconds; i++)

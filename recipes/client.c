@@ -253,7 +253,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
         client_free(c);
         return ZKR_ENOMEM;
     }
-    c->session_timeout_req = opt->session_timeout_ms ? opt->session_timeout_ms : 15000;
+    c->session_timeout_req = opt->session_timeout_ms ? (int)opt->session_timeout_ms : 15000; /* checked */
     c->log_fn = opt->log_fn;
     c->log_ctx = opt->log_ctx;
     c->log_level = opt->log_level;
@@ -456,7 +456,7 @@ int zkr_client_session(zkr_client_t *c, int64_t *id, char passwd[16])
     return rc;
 }
 
-int zkr_client_session_timeout(zkr_client_t *c, int *timeout_ms)
+int zkr_client_session_timeout(zkr_client_t *c, int64_t *timeout_ms)
 {
     if (!c || !timeout_ms)
         return ZKR_EINVAL;

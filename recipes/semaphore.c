@@ -216,23 +216,23 @@ zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *l)
     return l ? zkr__node_hold_state(l->c, &l->node) : ZKR_HOLD_NONE;
 }
 
-int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms, zkr_lease_t **leases)
+int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms, zkr_lease_t **leases)
 {
-    if (!s || !leases || n < 1)
+    if (!s || !leases || n < 1 || n > ZKR_LEASES_MAX)
         return ZKR_EINVAL;
-    if (!s->count_path && n > s->max_fixed)
+    if (!s->count_path && n > (size_t)s->max_fixed)
         return ZKR_EDEADLK; /* more leases than the semaphore has: never */
     int64_t deadline = zkr__deadline(timeout_ms);
-    for (int i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         leases[i] = NULL;
     int rc = zkr__client_enter(s->c);
     if (rc != ZKR_OK)
         return rc;
-    for (int i = 0; i < n && rc == ZKR_OK; i++)
+    for (size_t i = 0; i < n && rc == ZKR_OK; i++)
         rc = acquire_one(s, deadline, &leases[i]);
     if (rc != ZKR_OK) {
         zkr_lease_return_all(leases, n);
-        for (int i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
             leases[i] = NULL;
     }
     zkr__client_leave(s->c);
@@ -256,12 +256,12 @@ int zkr_lease_return(zkr_lease_t *l)
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
 }
 
-int zkr_lease_return_all(zkr_lease_t **leases, int n)
+int zkr_lease_return_all(zkr_lease_t **leases, size_t n)
 {
-    if (!leases || n < 0)
-        return ZKR_EINVAL;
+    if (!leases || n > ZKR_LEASES_MAX)
+        return ZKR_EINVAL; /* also a negative count from an int */
     int first = ZKR_OK;
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         int rc = zkr_lease_return(leases[i]);
         leases[i] = NULL;
         if (rc != ZKR_OK && first == ZKR_OK)

@@ -120,7 +120,7 @@ static void test_connect_close(void)
     char pw[16];
     CU_ASSERT_EQUAL(zkr_client_session(c, &id, pw), ZKR_OK);
     CU_ASSERT_NOT_EQUAL(id, 0);
-    int t = 0;
+    int64_t t = 0;
     CU_ASSERT_EQUAL(zkr_client_session_timeout(c, &t), ZKR_OK);
     CU_ASSERT_TRUE(t >= 1000 && t <= SESSION_MS);
     zkr_client_close(c);
@@ -203,7 +203,7 @@ static void test_lost_after_session_timeout(void)
     zkr_client_t *c = open_recorded(&r, SESSION_MS);
     int64_t id1 = 0, id2 = 0;
     CU_ASSERT_EQUAL(zkr_client_session(c, &id1, NULL), ZKR_OK);
-    int negotiated = 0;
+    int64_t negotiated = 0;
     zkr_client_session_timeout(c, &negotiated);
 
     CU_ASSERT_EQUAL_FATAL(zkt_server("stop"), 0);
@@ -386,7 +386,7 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_client_state(NULL), ZKR_STATE_LATENT);
     CU_ASSERT_EQUAL(zkr_client_is_connected(NULL), 0);
     int64_t id;
-    int t;
+    int64_t t;
     CU_ASSERT_EQUAL(zkr_client_session(NULL, &id, NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_client_session_timeout(NULL, &t), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_client_add_listener(NULL, rec_fn, NULL), ZKR_EINVAL);

@@ -219,7 +219,7 @@ static void test_stall_after_reconnect(void)
     rec.px = zkt_proxy_start(server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(rec.px);
     zkr_client_t *c = client_at(zkt_proxy_hosts(rec.px), SESSION_MS);
-    int t_ms = 0;
+    int64_t t_ms = 0;
     CU_ASSERT_EQUAL(zkr_client_session_timeout(c, &t_ms), ZKR_OK);
     zkr_mutex_t *m[STALL_HOLDS];
     char p[128];
@@ -242,7 +242,7 @@ static void test_stall_after_reconnect(void)
     CU_ASSERT_TRUE(zkt_wait_for(ll_set, &rec.lost_at, 4 * t_ms));
     long long to_suspended = atomic_load(&rec.suspended_at) - atomic_load(&rec.stalled_at);
     long long to_lost = atomic_load(&rec.lost_at) - atomic_load(&rec.stalled_at);
-    printf("\n    session %d ms: stall -> SUSPENDED %lld ms, -> LOST %lld ms ", t_ms, to_suspended, to_lost);
+    printf("\n    session %lld ms: stall -> SUSPENDED %lld ms, -> LOST %lld ms ", (long long)t_ms, to_suspended, to_lost);
     CU_ASSERT_TRUE(to_suspended > 0 && to_suspended <= t_ms);
     CU_ASSERT_TRUE(to_lost > 0 && to_lost <= 2 * t_ms);
     for (int i = 0; i < STALL_HOLDS; i++) {

@@ -216,10 +216,10 @@ static int connect_client(tool_t *t)
     if (code)
         return code;
     int64_t id = 0;
-    int negotiated = 0;
+    int64_t negotiated = 0;
     zkr_client_session(t->c, &id, NULL);
     zkr_client_session_timeout(t->c, &negotiated);
-    zkrl_vlog("connected to %s: session 0x%" PRIx64 ", timeout %d ms", o->hosts, (uint64_t)id, negotiated);
+    zkrl_vlog("connected to %s: session 0x%" PRIx64 ", timeout %" PRId64 " ms", o->hosts, (uint64_t)id, negotiated);
     return 0;
 }
 

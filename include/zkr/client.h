@@ -103,11 +103,11 @@ typedef struct zkr_client_options {
     /* Requested session timeout, 0 or ZKR_SESSION_TIMEOUT_MIN_MS ..
      * ZKR_SESSION_TIMEOUT_MAX_MS; the server may negotiate it into [2, 20] x
      * its tickTime.  Default (and 0) 15000. */
-    int session_timeout_ms;
+    int64_t session_timeout_ms;
     /* How long zkr_client_open waits for the first connection (and the
      * answer to the credentials).  Default 15000; < 0 returns at once and
      * connects in the background. */
-    int connect_timeout_ms;
+    int64_t connect_timeout_ms;
     /* Optional chroot ("/app"): every path the client uses is relative to
      * it.  NULL or "" for none.  It must exist (zkr_client_open checks). */
     const char *chroot;
@@ -187,7 +187,7 @@ ZKR_EXTERN int zkr_client_session(zkr_client_t *c, int64_t *id, char passwd[16])
 
 /* The session timeout the server negotiated (ms) for the current session.
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS (never connected). */
-ZKR_EXTERN int zkr_client_session_timeout(zkr_client_t *c, int *timeout_ms);
+ZKR_EXTERN int zkr_client_session_timeout(zkr_client_t *c, int64_t *timeout_ms);
 
 /* One session for locks and data.  The ZooKeeper C client's handle type
  * (<zookeeper/zookeeper.h>: zhandle_t). */

@@ -48,6 +48,18 @@ typedef enum zkr_hold_state {
  * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
 typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
 
+/* Conventions of the whole API: functions return 0 (ZKR_OK) or a negative
+ * ZKR_E... code; the object comes first, a constructor hands its object out
+ * through its first argument (zkr_mutex_new(&m, c, path)), other outputs
+ * come last; counts are size_t; every timeout is int64_t milliseconds (< 0
+ * forever, 0 one try); what the library hands out is freed by the matching
+ * *_free / zkr_lease_return / zkr_strings_free, and free(3) is used only
+ * where a declaration says so (zkr_mutex_node_path). */
+
+/* Free a string array the library returned (participants lists): every
+ * string, then the array.  NULL is a no-op. */
+ZKR_EXTERN void zkr_strings_free(char **strings, size_t count);
+
 /* "NONE", "SAFE", "IN_DOUBT", "LOST"; "UNKNOWN" otherwise. */
 ZKR_EXTERN const char *zkr_hold_state_name(zkr_hold_state_t state);
 

@@ -23,7 +23,7 @@ extern "C" {
     XX(ENONODE, -8, "node does not exist")                                                      \
     XX(ENODEEXISTS, -9, "node already exists")                                                  \
     XX(ENOAUTH, -10, "not authorised by ZooKeeper")     /* ACL or auth failure */               \
-    XX(EBUSY, -11, "object in use")                                                             \
+    XX(EBUSY, -11, "object in use")                     /* a hold count would overflow */       \
     XX(EDEADLK, -12, "request can never be granted (would deadlock)")                          \
     XX(ELOST, -13, "hold was lost with the session")    /* before this call */                  \
     XX(EBADDATA, -14, "malformed data in ZooKeeper")                                            \

@@ -100,9 +100,6 @@ ZKR_EXTERN int zkr_mutex_node_path(zkr_mutex_t *m, char **path);
  * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *count);
 
-/* Free a string array returned by the library.  NULL is a no-op. */
-ZKR_EXTERN void zkr_strings_free(char **strings, size_t count);
-
 /* Revocation (Curator's cooperative protocol).  A holder that accepts it is
  * told, through `fn`, when someone asks it to release; it decides what to do
  * (typically tell the holding thread to finish and release: release is per

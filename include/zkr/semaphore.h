@@ -31,6 +31,9 @@ extern "C" {
 #endif
 
 typedef struct zkr_semaphore zkr_semaphore_t;
+
+/* The most leases one zkr_semaphore_acquire_n may ask for. */
+#define ZKR_LEASES_MAX 65536
 typedef struct zkr_lease zkr_lease_t;
 
 /* A semaphore on `path` with a fixed max_leases (>= 1).  Nothing is sent.
@@ -61,9 +64,9 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr
 /* Acquire n leases, all or nothing, with one deadline for the whole call.
  * leases must have room for n.  On failure every lease taken is returned
  * and leases[] is set to NULL.  Same return codes as zkr_semaphore_acquire,
- * plus ZKR_EINVAL for n < 1 and ZKR_EDEADLK for n above a fixed max
+ * plus ZKR_EINVAL for n < 1 or n > ZKR_LEASES_MAX, and ZKR_EDEADLK for n above a fixed max
  * leases (never granted; a shared count is read, and waited for, instead). */
-ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeout_ms,
+ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms,
                                        zkr_lease_t **leases);
 
 /* Return a lease (from any thread) and free it: its node is deleted (in the
@@ -75,9 +78,10 @@ ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, int n, int64_t timeou
 ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
 
 /* Return n leases (NULL entries skipped); reports the first error but
- * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n < 0), or
+ * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n >
+ * ZKR_LEASES_MAX: nothing returned), or
  * the first error of zkr_lease_return (ZKR_ELOST, ZKR_ENOAUTH, ...). */
-ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, int n);
+ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, size_t n);
 
 /* Hold notifications for leases acquired after this call (see
  * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
