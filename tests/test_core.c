@@ -16,24 +16,6 @@
 #define SESSION_MS 4000
 #define EXPIRY_ROUNDS 200
 
-static int server_port(void)
-{
-    const char *colon = strrchr(zkt_hosts(), ':');
-    return colon ? atoi(colon + 1) : 2181;
-}
-
-static zkr_client_t *client_at(const char *hosts, int session_ms)
-{
-    zkr_client_options_t o;
-    zkr_client_options_init(&o);
-    o.session_timeout_ms = session_ms;
-    o.connect_timeout_ms = 20000;
-    o.zk_log_level = 0;
-    zkr_client_t *c = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, hosts, &o), ZKR_OK);
-    return c;
-}
-
 /* ---- 1: the rebuild keeps the new session's first events ------------------------- */
 
 static void pause_rebuild(void)
@@ -51,7 +33,7 @@ static int reconnected_on_new_session(void *arg)
 
 static void test_rebuild_first_event(void)
 {
-    zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *c = zkt_client_at(zkt_hosts(), SESSION_MS);
     zkr__test_rebuild_pause = pause_rebuild;
     int ok = 0;
     int64_t t0 = zkt_now_ms();
@@ -60,7 +42,7 @@ static void test_rebuild_first_event(void)
         CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &old, NULL), ZKR_OK);
         zkt_expire_client(c, SESSION_MS);
         void *arg[2] = {c, &old};
-        /* within the connect timeout of zkt client_at */
+        /* within the connect timeout of zkt_client_at */
         if (!zkt_wait_for(reconnected_on_new_session, arg, 20000)) {
             printf("\n    round %d: client %s, connected %d ", i, zkr_state_name(zkr_client_state(c)),
                    zkr_client_is_connected(c));
@@ -132,7 +114,7 @@ static void test_release_racing_close(void)
     zkt_path("race-close", base, sizeof base);
     int bad = 0;
     for (int round = 0; round < RACE_ROUNDS; round++) {
-        zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+        zkr_client_t *c = zkt_client_at(zkt_hosts(), SESSION_MS);
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, RACERS + 1);
         char paths[RACERS][160];
@@ -216,9 +198,9 @@ static void test_stall_after_reconnect(void)
 {
     stall_rec_t rec;
     memset(&rec, 0, sizeof rec);
-    rec.px = zkt_proxy_start(server_port());
+    rec.px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(rec.px);
-    zkr_client_t *c = client_at(zkt_proxy_hosts(rec.px), SESSION_MS);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(rec.px), SESSION_MS);
     int64_t t_ms = 0;
     CU_ASSERT_EQUAL(zkr_client_session_timeout(c, &t_ms), ZKR_OK);
     zkr_mutex_t *m[STALL_HOLDS];
@@ -288,7 +270,7 @@ static void test_revocation_releases_inside_acquire(void)
     char path[128];
     zkt_path("revoke-release", path, sizeof path);
     zhandle_t *zh = zkt_raw();
-    zkr_client_t *ca = client_at(zkt_hosts(), SESSION_MS), *cb = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *ca = zkt_client_at(zkt_hosts(), SESSION_MS), *cb = zkt_client_at(zkt_hosts(), SESSION_MS);
     zkr_mutex_t *a, *b;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&a, ca, path), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&b, cb, path), ZKR_OK);
@@ -396,7 +378,7 @@ static void test_deletes_give_up(void)
     CU_ASSERT_EQUAL_FATAL(zoo_create(zh, nodelete, "", 0, &no_delete, 0, NULL, 0), ZOK);
     CU_ASSERT_EQUAL_FATAL(zoo_create(zh, child, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
 
-    zkr_client_t *c = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *c = zkt_client_at(zkt_hosts(), SESSION_MS);
     int64_t sid = 0;
     zkr_client_session(c, &sid, NULL);
     int64_t t0 = zkt_now_ms();
@@ -411,9 +393,9 @@ static void test_deletes_give_up(void)
 
     /* A delete that meets connection trouble is not given up: it is done
      * once the client is back. */
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    c = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
     char plain[200];
     snprintf(plain, sizeof plain, "%s/_c_1-lock-0000000001", base);
     CU_ASSERT_EQUAL_FATAL(zoo_create(zh, plain, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
@@ -448,9 +430,9 @@ static int hold_in(void *p)
 
 static void test_listenerless_hold(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *c = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
     zkr_mutex_t *m;
     char p[128];
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, zkt_path("no-listener", p, sizeof p)), ZKR_OK);
@@ -522,9 +504,9 @@ static void test_grant_while_down(void)
 {
     static const char *const kinds[] = {"mutex", "read", "write", "lease", "semaphore mutex"};
     for (int k = 0; k < 5; k++) {
-        grant_px = zkt_proxy_start(server_port());
+        grant_px = zkt_proxy_start(zkt_server_port());
         CU_ASSERT_PTR_NOT_NULL_FATAL(grant_px);
-        zkr_client_t *c = client_at(zkt_proxy_hosts(grant_px), SESSION_MS);
+        zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(grant_px), SESSION_MS);
         char path[128];
         zkt_path("grant-down", path, sizeof path);
         heard_t h;

@@ -18,26 +18,6 @@
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static zkr_client_t *client_at(const char *hosts, int session_ms)
-{
-    zkr_client_options_t o;
-    zkr_client_options_init(&o);
-    o.session_timeout_ms = session_ms;
-    o.connect_timeout_ms = 20000;
-    o.zk_log_level = 0;
-    zkr_client_t *c = NULL;
-    int rc = zkr_client_open(&c, hosts, &o);
-    CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
-    return c;
-}
-
-static int server_port(void)
-{
-    const char *h = zkt_hosts();
-    const char *colon = strrchr(h, ':');
-    return colon ? atoi(colon + 1) : 2181;
-}
-
 /* Records what a hold listener is told. */
 typedef struct told {
     atomic_int n;
@@ -122,9 +102,9 @@ static int acq_done(void *p)
 /* Stall shorter than the session timeout: IN_DOUBT, then SAFE again. */
 static void test_stall_short_holder_safe_again(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *a = client_at(zkt_proxy_hosts(px), 6000);
+    zkr_client_t *a = zkt_client_at(zkt_proxy_hosts(px), 6000);
     char p[128];
     zkt_path("stall-short", p, sizeof p);
     zkr_mutex_t *m;
@@ -158,10 +138,10 @@ static void test_stall_short_holder_safe_again(void)
  * the other client enters, then LOST; release says ZKR_ELOST. */
 static void test_stall_long_holder_lost(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *a = client_at(zkt_proxy_hosts(px), SESSION_MS);
-    zkr_client_t *b = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *a = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_client_t *b = zkt_client_at(zkt_hosts(), SESSION_MS);
     char p[128];
     zkt_path("stall-long", p, sizeof p);
     zkr_mutex_t *ma, *mb;
@@ -202,8 +182,8 @@ static void test_stall_long_holder_lost(void)
 /* Server restart: holder IN_DOUBT then SAFE; a waiter keeps its place. */
 static void test_server_restart_waiter_keeps_place(void)
 {
-    zkr_client_t *a = client_at(zkt_hosts(), 20000);
-    zkr_client_t *b = client_at(zkt_hosts(), 20000);
+    zkr_client_t *a = zkt_client_at(zkt_hosts(), 20000);
+    zkr_client_t *b = zkt_client_at(zkt_hosts(), 20000);
     zhandle_t *raw = zkt_raw();
     char p[128];
     zkt_path("restart", p, sizeof p);
@@ -249,10 +229,10 @@ static void test_server_restart_waiter_keeps_place(void)
 /* A waiter cut off briefly keeps its place in the queue. */
 static void test_cut_waiter_keeps_place(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
-    zkr_client_t *b = client_at(zkt_proxy_hosts(px), 10000);
+    zkr_client_t *a = zkt_client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = zkt_client_at(zkt_proxy_hosts(px), 10000);
     zhandle_t *raw = zkt_raw();
     char p[128];
     zkt_path("cut-waiter", p, sizeof p);
@@ -293,10 +273,10 @@ static void test_cut_waiter_keeps_place(void)
  * and leaves nothing behind. */
 static void test_waiter_session_lost(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
-    zkr_client_t *b = client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_client_t *a = zkt_client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
     zhandle_t *raw = zkt_raw();
     char p[128];
     zkt_path("waiter-lost", p, sizeof p);
@@ -340,9 +320,9 @@ static void test_waiter_session_lost(void)
  * once the connection is back. */
 static void test_release_while_suspended(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    zkr_client_t *a = client_at(zkt_proxy_hosts(px), 10000);
+    zkr_client_t *a = zkt_client_at(zkt_proxy_hosts(px), 10000);
     zhandle_t *raw = zkt_raw();
     char p[128];
     zkt_path("release-suspended", p, sizeof p);
@@ -371,8 +351,8 @@ static void test_release_while_suspended(void)
  * ZKR_ELOST; semaphore lease and rwlock likewise. */
 static void test_forced_expiry_all_kinds(void)
 {
-    zkr_client_t *a = client_at(zkt_hosts(), SESSION_MS);
-    zkr_client_t *b = client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *a = zkt_client_at(zkt_hosts(), SESSION_MS);
+    zkr_client_t *b = zkt_client_at(zkt_hosts(), SESSION_MS);
     char pm[128], pr[128], ps[128];
     zkt_path("exp-mutex", pm, sizeof pm);
     zkt_path("exp-rw", pr, sizeof pr);
@@ -515,8 +495,8 @@ static int restart_node(int k)
 
 static void test_ensemble_leader_kill(void)
 {
-    zkr_client_t *a = client_at(ens_hosts, 10000);
-    zkr_client_t *b = client_at(ens_hosts, 10000);
+    zkr_client_t *a = zkt_client_at(ens_hosts, 10000);
+    zkr_client_t *b = zkt_client_at(ens_hosts, 10000);
     zkr_mutex_t *ma, *mb;
     told_t told;
     memset(&told, 0, sizeof told);
@@ -567,7 +547,7 @@ static void test_ensemble_session_taken_over(void)
     char *c2 = strchr(two, ',');
     if (c2)
         *c2 = '\0';
-    zkr_client_t *a = client_at(one, 6000);
+    zkr_client_t *a = zkt_client_at(one, 6000);
     zkr_mutex_t *m1, *m2;
     told_t told;
     memset(&told, 0, sizeof told);
@@ -932,7 +912,7 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
     zkt_path(name, p, sizeof p);
     zkt_proxy_t *px[WORKERS] = {NULL};
     for (int w = 0; w < WORKERS && !on_ensemble; w++) {
-        px[w] = zkt_proxy_start(server_port());
+        px[w] = zkt_proxy_start(zkt_server_port());
         CU_ASSERT_PTR_NOT_NULL_FATAL(px[w]);
     }
     int session_ms = on_ensemble ? ENS_SESSION_MS : SESSION_MS;

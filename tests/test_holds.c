@@ -358,15 +358,9 @@ static void test_release_refused(void)
 
 /* ---- release on a stalled link: bounded ------------------------------------------------- */
 
-static int server_port(void)
-{
-    const char *colon = strrchr(zkt_hosts(), ':');
-    return colon ? atoi(colon + 1) : 2181;
-}
-
 static void test_release_during_stall(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
     zkr_client_options_t o;
     zkr_client_options_init(&o);

@@ -191,12 +191,6 @@ static int close_inside(struct _zhandle *zh, int64_t session, void *ctx)
     return 0;
 }
 
-static int server_port(void)
-{
-    const char *colon = strrchr(zkt_hosts(), ':');
-    return colon ? atoi(colon + 1) : 2181;
-}
-
 static int client_lost(void *c)
 {
     return zkr_client_state(c) == ZKR_STATE_LOST;
@@ -209,7 +203,7 @@ static int client_usable(void *c)
 
 static void test_with_handle(void)
 {
-    zkt_proxy_t *px = zkt_proxy_start(server_port());
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
     zkr_client_options_t o;
     zkr_client_options_init(&o);

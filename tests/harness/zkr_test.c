@@ -144,6 +144,24 @@ int zkt_wait_for(int (*cond)(void *), void *arg, int timeout_ms)
 
 /* wchp output: "/path\n\t0x<session>\n..." : count sessions under the exact
  * path line. */
+zkr_client_t *zkt_client_at(const char *hosts, int session_ms)
+{
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = session_ms;
+    o.connect_timeout_ms = 20000;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, hosts, &o), ZKR_OK);
+    return c;
+}
+
+int zkt_server_port(void)
+{
+    const char *colon = strrchr(zkt_hosts(), ':');
+    return colon ? atoi(colon + 1) : 2181;
+}
+
 /* A raw handle kept for owner look-ups (zhandle_t is thread-safe). */
 static pthread_mutex_t owner_mu = PTHREAD_MUTEX_INITIALIZER;
 static zhandle_t *owner_zh;

@@ -21,6 +21,10 @@ char *zkt_4lw(const char *word);
 const char *zkt_path(const char *name, char *buf, size_t len);
 /* Open a client with a short session timeout; asserts success. */
 zkr_client_t *zkt_client(int session_timeout_ms);
+/* The same through another connection string (a proxy); asserts success. */
+zkr_client_t *zkt_client_at(const char *hosts, int session_ms);
+/* The test server's port (for a proxy in front of it). */
+int zkt_server_port(void);
 /* A raw ZooKeeper handle for checking what is on the server. */
 zhandle_t *zkt_raw(void);
 /* The same on another server or ensemble (a connection string). */
