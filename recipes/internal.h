@@ -98,8 +98,8 @@ int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t sess
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
 /* The waiter (id) to wake if the node is deleted; 0 for none. */
 void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter);
-/* 1 if the node was seen deleted by someone else; mark it so. */
-int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t);
+/* Mark the node as deleted by someone else (a listing on its live session
+ * no longer shows it). */
 void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t);
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
 /* Stop tracking; after it returns fn is not running (unless called from fn)

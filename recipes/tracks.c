@@ -171,14 +171,6 @@ void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter)
     pthread_mutex_unlock(&c->mu);
 }
 
-int zkr__track_deleted(zkr_client_t *c, const zkr__track_t *t)
-{
-    pthread_mutex_lock(&c->mu);
-    int d = t->deleted;
-    pthread_mutex_unlock(&c->mu);
-    return d;
-}
-
 void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t)
 {
     pthread_mutex_lock(&c->mu);
