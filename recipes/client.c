@@ -195,6 +195,9 @@ static void *client_main(void *arg)
         int64_t d = zkr__deletes_run_locked(c);
         if (d < next)
             next = d;
+        d = zkr__tracks_watch_locked(c);
+        if (d < next)
+            next = d;
         if (!work_pending_locked(c) && !c->closing)
             zkr__cond_wait_until(&c->wake, &c->mu, next);
     }
@@ -261,6 +264,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     c->allow_read_only = opt->allow_read_only != 0;
     c->sm.state = ZKR_STATE_LATENT;
     c->lost_deadline = INT64_MAX;
+    c->track_timer_at = INT64_MAX;
     *out = c;
     return ZKR_OK;
 }

@@ -130,7 +130,11 @@ struct zkr_client {
     zkr__sub_event_t *sev_head, *sev_tail;
 
     /* ---- tracks.c ---- */
-    zkr__track_t *tracks;
+    zkr__track_t *tracks;     /* oldest first */
+    zkr__track_t *tracks_tail;
+    zkr__track_t *track_unwatched; /* first track without its self watch
+                                 (they are the list's newest) */
+    int64_t track_timer_at;   /* when the client thread looks at them next */
     unsigned track_epoch;     /* bumped by every state change applied */
     int tracks_dirty;         /* some track's state differs from what its
                                  listener was told */
@@ -196,6 +200,9 @@ void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s);
  * dropped around each call.  Returns 1 if it called one. */
 int zkr__tracks_notify_locked(zkr_client_t *c);
 void zkr__tracks_free(zkr_client_t *c);
+/* Send the self watches that are due.  c->mu held (asynchronous calls
+ * only).  Returns the next time one is due. */
+int64_t zkr__tracks_watch_locked(zkr_client_t *c);
 
 /* ---- deletes.c ---- */
 /* Send the background deletes that are due.  c->mu held (only

@@ -353,12 +353,8 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
     int rc = node_create(c, dir, marker, exact_name, mode, data, datalen, deadline, out, children);
     if (rc != ZKR_OK)
         return rc;
-    /* Tracked from now on: anyone else deleting it is seen at once. */
-    zkr__zh_t *h;
-    if ((rc = zkr__client_get_handle(c, &h)) == ZKR_OK) {
-        rc = zkr__track_add(c, h, out->path, out->session, &out->track);
-        zkr__client_put_handle(c, h);
-    }
+    /* Tracked from now on: anyone else deleting it is seen. */
+    rc = zkr__track_add(c, out->path, out->session, &out->track);
     if (rc != ZKR_OK) {
         zkr__node_delete(c, out);
         if (children)
@@ -451,9 +447,9 @@ static int delete_bounded(zhandle_t *zh, const char *path)
 
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
 {
-    int was_lost = 0;
+    int was_lost = 0, watched = 0;
     if (node->track) {
-        was_lost = zkr__track_remove(c, node->track) == ZKR_HOLD_LOST;
+        was_lost = zkr__track_remove(c, node->track, &watched) == ZKR_HOLD_LOST;
         node->track = NULL;
     }
     if (!node->path)
@@ -471,16 +467,18 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
     int lost = was_lost || zkr__zh_session(c, h) != node->session;
     int zrc = ZCONNECTIONLOSS;
     if (zkr__zh_usable(c, h)) {
-        /* Our own watch goes first (same session: in order), so the delete
-         * wakes only the next waiter. */
+        /* Our own watch, if it was set, goes first (same session: in
+         * order), so the delete wakes only the next waiter. */
         /* zookeeper.h declares this completion as void_completion_t *, but
          * the C client stores and calls it as a void_completion_t. */
-        zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void,
-                                NULL);
+        if (watched)
+            zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
+                                    (void_completion_t *)ignore_void, NULL);
         zrc = zkr__zh_answer(zkr__zh(h), delete_bounded(zkr__zh(h), node->path));
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
-        zkr__waiters_wake_path(c, node->path);
+        if (watched)
+            zkr__waiters_wake_path(c, node->path);
     }
     rc = lost ? ZKR_ELOST : ZKR_OK;
     if (zrc == ZOK || zrc == ZNONODE) {

@@ -86,10 +86,14 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 
 typedef struct zkr__track zkr__track_t;
 
-/* Track the node at `path` that `session` just created on handle h: one
- * data watch on it, set asynchronously, tells if anyone else deletes it.
- * Returns ZKR_OK, ZKR_ENOMEM. */
-int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out);
+/* Track the node at `path` that `session` just created.  A node that lives
+ * ZKR__SELF_WATCH_DELAY_MS gets one data watch of its own session (set by
+ * the client thread), which tells if anyone else deletes it; a node deleted
+ * sooner than that by someone else is seen when the watch is set (the
+ * server answers "no node").  A lock taken and released within the delay,
+ * the common case, costs no request for it.  Returns ZKR_OK, ZKR_ENOMEM. */
+#define ZKR__SELF_WATCH_DELAY_MS 20
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__track_t **out);
 /* The node grants a hold: it starts SAFE if the client is connected on its
  * session now, IN_DOUBT if disconnected, LOST if the session or the node is
  * gone; the listener is told at once if it does not start SAFE (an acquire
@@ -104,8 +108,10 @@ void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t);
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
 /* Stop tracking; after it returns fn is not running (unless called from fn)
  * and will not run again.  Returns the last state (ZKR_HOLD_LOST also for
- * a node deleted by someone else).  NULL is a no-op. */
-zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
+ * a node deleted by someone else).  *watched (if not NULL) is set to 1 if
+ * the self watch was sent (the caller removes it before deleting the
+ * node).  NULL is a no-op. */
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watched);
 
 /* ---- waiting: one waiter per blocked caller, woken only by its own watch
  * or by a session event; the locking is inside these functions. -------- */

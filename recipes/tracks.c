@@ -1,8 +1,11 @@
 /* Tracked nodes and holds.  Every node a recipe creates is tracked from
- * its creation to its delete, with one data watch on it (set
- * asynchronously): if anyone else deletes it while our session lives, its
- * waiter is woken (the acquire fails with ZKR_EDELETED) or, once it grants
- * a hold, the hold becomes LOST at once.  The watch is removed before our
+ * its creation to its delete.  Once it has lived ZKR__SELF_WATCH_DELAY_MS,
+ * the client thread sets one data watch on it (asynchronously): if anyone
+ * else deletes it while our session lives, its waiter is woken (the
+ * acquire fails with ZKR_EDELETED) or, once it grants a hold, the hold
+ * becomes LOST at once.  A node deleted by someone else before then is
+ * seen when the watch is set.  A lock taken and released within the delay
+ * (the common case) sends nothing for it.  The watch is removed before our
  * own delete, so a release wakes only the next waiter.
  *
  * The client tells each granted hold whether it is still safe.  States
@@ -23,6 +26,8 @@ struct zkr__track {
     uint64_t id;
     char *path;
     int64_t session;
+    int64_t created;       /* monotonic ms */
+    int watched;           /* its self watch was sent */
     int held;              /* granted a hold (else a node still queued) */
     int deleted;           /* deleted by someone else while our session lived */
     uint64_t waiter;       /* the waiter to wake if it is deleted (0: none) */
@@ -31,7 +36,7 @@ struct zkr__track {
     zkr_hold_fn fn;
     void *ctx;
     int removed;           /* unlinked during its own callback: runner frees */
-    struct zkr__track *next;
+    struct zkr__track *prev, *next;
 };
 
 typedef struct verify_op {
@@ -119,35 +124,76 @@ static void self_watch_done(int rc, const char *value, int len, const struct Sta
     free(op);
 }
 
-int zkr__track_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, zkr__track_t **out)
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__track_t **out)
 {
     zkr__track_t *t = calloc(1, sizeof *t);
-    self_op_t *op = malloc(sizeof *op);
-    if (!t || !op || !(t->path = strdup(path))) {
+    if (!t || !(t->path = strdup(path))) {
         free(t);
-        free(op);
         return ZKR_ENOMEM;
     }
     t->session = session;
     t->told = ZKR_HOLD_SAFE;
+    t->created = zkr__now_ms();
     pthread_mutex_lock(&c->mu);
     t->id = ++c->next_id;
-    t->next = c->tracks;
-    c->tracks = t;
-    op->c = c;
-    op->h = h;
-    op->id = t->id;
-    /* Asynchronous: the caller does not wait for it.  The reply, or the
-     * watch, tells us if the node is gone. */
-    int zrc = zoo_awget(zkr__zh(h), path, self_watch_fn, (void *)(uintptr_t)t->id, self_watch_done, op);
+    t->prev = c->tracks_tail;
+    if (c->tracks_tail)
+        c->tracks_tail->next = t;
+    else
+        c->tracks = t;
+    c->tracks_tail = t;
+    if (!c->track_unwatched)
+        c->track_unwatched = t;
+    /* The client thread sets the watch; wake it only if it would look
+     * later than this node's due time (once per batch, not per node). */
+    if (c->track_timer_at > t->created + ZKR__SELF_WATCH_DELAY_MS) {
+        c->track_timer_at = t->created + ZKR__SELF_WATCH_DELAY_MS;
+        pthread_cond_signal(&c->wake);
+    }
     pthread_mutex_unlock(&c->mu);
+    *out = t;
+    return ZKR_OK;
+}
+
+/* Set t's self watch on the current handle.  c->mu held. */
+static void self_watch_send_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    self_op_t *op = malloc(sizeof *op);
+    int zrc = ZSYSTEMERROR;
+    if (op) {
+        op->c = c;
+        op->h = c->cur;
+        op->id = t->id;
+        zrc = zoo_awget(c->cur->zh, t->path, self_watch_fn, (void *)(uintptr_t)t->id, self_watch_done, op);
+    }
     if (zrc != ZOK) {
         free(op);
         zkr__log(c, ZKR_LOG_WARN, "cannot watch %s (%s): its deletion by others is seen only at reconnection",
-                 path, zerror(zrc));
+                 t->path, zerror(zrc));
     }
-    *out = t;
-    return ZKR_OK;
+}
+
+int64_t zkr__tracks_watch_locked(zkr_client_t *c)
+{
+    int64_t now = zkr__now_ms();
+    while (c->track_unwatched) {
+        zkr__track_t *t = c->track_unwatched;
+        if (t->created + ZKR__SELF_WATCH_DELAY_MS > now)
+            break;
+        if (!c->cur || !c->sm.connected || !c->have_session) {
+            /* Cut off: look again in a while (the check after
+             * RECONNECTED covers the holds meanwhile). */
+            c->track_timer_at = now + ZKR__SELF_WATCH_DELAY_MS;
+            return c->track_timer_at;
+        }
+        if (c->session_id == t->session)
+            self_watch_send_locked(c, t);
+        /* (another session's node went with it: nothing to watch) */
+        t->watched = 1;
+        c->track_unwatched = t->next;
+    }
+    c->track_timer_at = c->track_unwatched ? c->track_unwatched->created + ZKR__SELF_WATCH_DELAY_MS : INT64_MAX;
+    return c->track_timer_at;
 }
 
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
@@ -188,18 +234,27 @@ zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
     return st;
 }
 
-zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t)
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watched)
 {
+    if (watched)
+        *watched = 0;
     if (!t)
         return ZKR_HOLD_NONE;
     pthread_mutex_lock(&c->mu);
-    for (zkr__track_t **p = &c->tracks; *p; p = &(*p)->next) {
-        if (*p == t) {
-            *p = t->next;
-            break;
-        }
-    }
+    if (c->track_unwatched == t)
+        c->track_unwatched = t->next;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        c->tracks = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    else
+        c->tracks_tail = t->prev;
+    t->prev = t->next = NULL;
     t->fn = NULL;
+    if (watched)
+        *watched = t->watched;
     zkr_hold_state_t st = t->state;
     int inside = zkr__callback_wait_locked(c, t);
     if (inside)
@@ -317,4 +372,5 @@ void zkr__tracks_free(zkr_client_t *c)
         c->tracks = t->next;
         track_free(t);
     }
+    c->tracks_tail = c->track_unwatched = NULL;
 }

@@ -640,6 +640,10 @@ static void test_herd(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(holder);
     CU_ASSERT_STRING_EQUAL(parts[0], holder);
 
+    /* Each node's own session watches it (for outside deletion) once it
+     * has lived ZKR__SELF_WATCH_DELAY_MS. */
+    for (size_t i = 0; i < np; i++)
+        CU_ASSERT(zkt_wait_for(owner_watches_node, parts[i], POLL_MS));
     /* The server's own table: exactly one data watch on each node but the
      * last, set by the session of the node right after it; none on the
      * last node or on the directory; no children watch anywhere. */
