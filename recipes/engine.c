@@ -31,6 +31,7 @@ const zkr__driver_t zkr__lock_driver = {
     .key_marker = "lock-",
     .decide = zkr__decide_first_n,
     .decide_arg = &one_holder,
+    .next_in_line = 1,
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -387,12 +388,36 @@ static void ignore_void(int rc, const void *data)
     (void)data;
 }
 
-/* A delete whose answer the releasing thread waits for at most
- * ZKR_RELEASE_WAIT_MS.  If it stops waiting, the completion frees it. */
+/* What the answer to our delete of `path` means.  Returns the release's
+ * code: ZKR_OK (gone, or finished in the background), ZKR_ELOST if `lost`,
+ * or the server's refusal. */
+static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int zrc, int lost)
+{
+    int rc = lost ? ZKR_ELOST : ZKR_OK;
+    if (zrc == ZOK || zrc == ZNONODE) {
+        /* gone */
+    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL || zrc == ZSYSTEMERROR) {
+        /* the link (or a local shortage), not the server: again later */
+        zkr__client_delete_later(c, path, session);
+    } else {
+        /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
+         * so; the node stays until its session ends. */
+        zkr__log(c, ZKR_LOG_ERROR, "cannot delete %s: %s; it stays until the session ends", path, zerror(zrc));
+        rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
+    }
+    return rc;
+}
+
+/* A delete whose answer the releasing thread waits for a while (or not at
+ * all).  If it stops waiting, the completion settles the answer and frees
+ * it. */
 typedef struct delete_wait {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int done, abandoned, rc;
+    zkr_client_t *c;
+    int64_t session;
+    char path[];
 } delete_wait_t;
 
 static void delete_wait_free(delete_wait_t *dw)
@@ -411,30 +436,37 @@ static void delete_wait_done(int rc, const void *data)
     dw->rc = rc;
     pthread_cond_signal(&dw->cond);
     pthread_mutex_unlock(&dw->mu);
-    if (abandoned)
+    if (abandoned) {
+        if (rc != ZCLOSING) /* closing: the session's end deletes it */
+            delete_settle(dw->c, dw->path, dw->session, rc, 0);
         delete_wait_free(dw);
+    }
 }
 
-/* Delete path; the answer, or ZOPERATIONTIMEOUT if none came within
- * ZKR_RELEASE_WAIT_MS (a stalled link: the caller finishes it in the
- * background). */
-static int delete_bounded(zhandle_t *zh, const char *path)
+/* Delete path; the answer if it came within wait_ms, else
+ * ZOPERATIONTIMEOUT (a stalled link, or wait_ms 0): the completion then
+ * settles it in the background. */
+static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int64_t session, int64_t wait_ms)
 {
-    delete_wait_t *dw = calloc(1, sizeof *dw);
+    size_t len = strlen(path) + 1;
+    delete_wait_t *dw = calloc(1, sizeof *dw + len);
     if (!dw)
         return ZSYSTEMERROR;
     if (pthread_mutex_init(&dw->mu, NULL) != 0 || zkr__cond_init(&dw->cond) != 0) {
         free(dw);
         return ZSYSTEMERROR;
     }
+    dw->c = c;
+    dw->session = session;
+    memcpy(dw->path, path, len);
     int zrc = zoo_adelete(zh, path, -1, delete_wait_done, dw);
     if (zrc != ZOK) {
         delete_wait_free(dw);
         return zrc;
     }
-    int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+    int64_t deadline = zkr__deadline(wait_ms);
     pthread_mutex_lock(&dw->mu);
-    while (!dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
+    while (wait_ms > 0 && !dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
         ;
     int done = dw->done;
     zrc = done ? dw->rc : ZOPERATIONTIMEOUT;
@@ -445,7 +477,8 @@ static int delete_bounded(zhandle_t *zh, const char *path)
     return zrc;
 }
 
-int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
+/* Delete our node, waiting at most wait_ms for the answer. */
+static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
 {
     int was_lost = 0, watched = 0;
     if (node->track) {
@@ -474,28 +507,32 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
         if (watched)
             zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
                                     (void_completion_t *)ignore_void, NULL);
-        zrc = zkr__zh_answer(zkr__zh(h), delete_bounded(zkr__zh(h), node->path));
+        zrc = delete_bounded(c, zkr__zh(h), node->path, node->session, wait_ms);
+        if (zrc != ZOPERATIONTIMEOUT)
+            zkr__zh_answer(zkr__zh(h), zrc);
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         if (watched)
             zkr__waiters_wake_path(c, node->path);
     }
-    rc = lost ? ZKR_ELOST : ZKR_OK;
-    if (zrc == ZOK || zrc == ZNONODE) {
-        /* gone */
-    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL || zrc == ZSYSTEMERROR) {
-        /* the link (or a local shortage), not the server: again later */
-        zkr__client_delete_later(c, node->path, node->session);
-    } else {
-        /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
-         * so; the node stays until its session ends. */
-        zkr__log(c, ZKR_LOG_ERROR, "cannot delete %s: %s; it stays until the session ends", node->path, zerror(zrc));
-        rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
-    }
+    if (zrc == ZOPERATIONTIMEOUT)
+        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
+    else
+        rc = delete_settle(c, node->path, node->session, zrc, lost);
     zkr__client_put_handle(c, h);
     zkr__client_leave(c);
     zkr__node_clear(node);
     return rc;
+}
+
+int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
+{
+    return node_delete(c, node, ZKR_RELEASE_WAIT_MS);
+}
+
+void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node)
+{
+    node_delete(c, node, 0);
 }
 
 /* ---- waiting ------------------------------------------------------------------- */
@@ -506,6 +543,7 @@ typedef struct queue_step {
     const zkr__driver_t *drv;
     const char *name;      /* our node's name */
     zkr__strvec_t kids;    /* a listing to use first (from the create) */
+    int watching_first;    /* the node we watch was first in the order */
 } queue_step_t;
 
 /* List, sort, find our node, decide; if not held, data-watch the one node
@@ -514,6 +552,14 @@ static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w
 {
     queue_step_t *q = arg;
     int rc = ZKR_OK;
+    if (q->watching_first && w->last == (ZKR__WAKE_WATCH | ZKR__WAKE_GONE)) {
+        /* Next in line: the one node before ours is gone, and no node can
+         * come before ours (decide_first_n with watch index 0: our index
+         * was `max`, it is now below).  Nothing to list. */
+        q->watching_first = 0;
+        return ZKR_OK;
+    }
+    q->watching_first = 0;
     zkr__strvec_t kids = q->kids;
     q->kids.v = NULL;
     q->kids.n = 0;
@@ -560,9 +606,10 @@ static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w
     struct Stat st;
     int zrc = zkr__zh_answer(zkr__zh(h), zoo_wget(zkr__zh(h), wpath, zkr__waiter_watcher(),
                                                   zkr__waiter_ctx(w), buf, &blen, &st));
-    if (zrc == ZOK)
+    if (zrc == ZOK) {
         rc = ZKR__STEP_WAIT;
-    else if (zrc == ZNONODE)
+        q->watching_first = q->drv->next_in_line && watch == 0;
+    } else if (zrc == ZNONODE)
         rc = ZKR__STEP_AGAIN; /* already gone: re-evaluate at once */
     else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL)
         rc = ZKR__STEP_RECONNECT;
@@ -577,7 +624,7 @@ out:
 int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
                     zkr__strvec_t *first_listing, int64_t deadline)
 {
-    queue_step_t q = {node->track, dir, drv, zkr__path_basename(node->path), {NULL, 0}};
+    queue_step_t q = {node->track, dir, drv, zkr__path_basename(node->path), {NULL, 0}, 0};
     if (first_listing && first_listing->v) {
         q.kids = *first_listing;
         first_listing->v = NULL;

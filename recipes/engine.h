@@ -22,6 +22,11 @@ typedef struct zkr__driver {
     const char *key_marker; /* marker passed to key() */
     zkr__decide_fn decide;
     const void *decide_arg;
+    /* 1 if nodes can only ever be added after ours (sequence order, as for
+     * the mutex): then the deletion of the first node, when that is the
+     * one we watch, means we are next, without listing again.  Not for
+     * the read/write lock, whose order is not the creation order. */
+    int next_in_line;
 } zkr__driver_t;
 
 /* "first `max` in the order hold it; otherwise watch the node `max` places
@@ -83,6 +88,10 @@ int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const
  * or ZKR_ELOST if the hold had been lost (its session is gone; the node is
  * deleted anyway if it still exists). */
 int zkr__node_delete(zkr_client_t *c, zkr__node_t *node);
+
+/* The same, without waiting for the answer: the delete is sent now (in
+ * order on the session) and its answer settled in the background. */
+void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node);
 
 void zkr__node_clear(zkr__node_t *node);
 

@@ -119,12 +119,16 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watche
 #define ZKR__WAKE_WATCH   1u  /* its own watch fired */
 #define ZKR__WAKE_SESSION 2u  /* a session event (state change) */
 #define ZKR__WAKE_CLOSE   4u  /* the client is closing */
+#define ZKR__WAKE_GONE    8u  /* with WATCH: the node it watched (w->watching)
+                                 was deleted */
 
 typedef struct zkr__waiter {
     uint64_t id;
     pthread_cond_t cond;
     unsigned events; /* ZKR__WAKE_* bits, under the client's waiters mutex */
     char *watching;  /* the node whose data watch it waits on, or NULL */
+    unsigned last;   /* the bits that ended the last wait (0: none yet, or
+                        the step was run again for another reason) */
     struct zkr__waiter *next;
 } zkr__waiter_t;
 

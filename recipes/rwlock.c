@@ -38,13 +38,17 @@ const zkr__driver_t zkr__write_driver = {
     .decide_arg = &one_writer,
 };
 
-/* A reader holds it when no writer stands before it; otherwise it watches
- * the first writer (Curator's readLockPredicate). */
+/* A reader holds it when no writer stands before it (Curator's
+ * readLockPredicate); otherwise it watches the nearest writer before it,
+ * not the first: that writer is the last of them to go, so a writer's
+ * release wakes only the readers it admits (those between it and the next
+ * writer), never the readers queued behind a later writer.  When the
+ * watched writer goes, the reader looks again. */
 static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t ours, size_t *watch)
 {
     (void)arg;
     (void)n;
-    for (size_t i = 0; i < ours; i++) {
+    for (size_t i = ours; i-- > 0;) {
         if (strstr(sorted[i], WRITE_MARKER)) {
             *watch = i;
             return 0;

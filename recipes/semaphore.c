@@ -180,14 +180,23 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
         free(l);
         return rc;
     }
+    /* With a fixed count, the leases are listed right behind our lease's
+     * create: if there is room, that one round trip decides. */
+    zkr__strvec_t kids = {NULL, 0};
     rc = zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
-                          &l->node, NULL);
+                          &l->node, s->count_path ? NULL : &kids);
     if (rc == ZKR_OK) {
-        rc = wait_for_room(s, &l->node, deadline);
+        if (!(kids.v && kids.n <= (size_t)s->max_fixed &&
+              zkr__strvec_find(&kids, zkr__path_basename(l->node.path)) >= 0))
+            rc = wait_for_room(s, &l->node, deadline);
         if (rc != ZKR_OK)
             zkr__node_delete(c, &l->node); /* never leave an orphan lease */
     }
-    zkr__node_delete(c, &lock);
+    zkr__strvec_free(&kids);
+    /* The lease exists (or we gave up): nobody needs to wait for the
+     * locks/ node's delete, which goes out now, before anything else we
+     * send on this session. */
+    zkr__node_delete_nowait(c, &lock);
     if (rc == ZKR_OK) {
         zkr__hold_listener_t hl = zkr__hold_listener_get(&s->mu, &s->hold);
         if (zkr__node_track(c, &l->node, hl.fn, hl.ctx) != ZKR_OK) {

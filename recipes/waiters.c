@@ -35,6 +35,7 @@ int zkr__waiter_init(zkr_client_t *c, zkr__waiter_t *w)
     }
     w->id = ++c->next_waiter_id;
     w->events = 0;
+    w->last = 0;
     w->watching = NULL;
     w->next = c->waiters;
     c->waiters = w;
@@ -91,7 +92,6 @@ void zkr__waiter_arm(zkr_client_t *c, zkr__waiter_t *w)
 static void waiter_watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)state;
-    (void)path;
     /* Session events reach every registered watcher; the client's own
      * session watcher already wakes all waiters for those. */
     if (type == ZOO_SESSION_EVENT)
@@ -100,7 +100,20 @@ static void waiter_watch_fn(zhandle_t *zh, int type, int state, const char *path
     if (!h)
         return;
     zkr_client_t *c = h->c;
-    zkr__waiter_wake_id(c, (uint64_t)(uintptr_t)ctx, ZKR__WAKE_WATCH);
+    uint64_t id = (uint64_t)(uintptr_t)ctx;
+    pthread_mutex_lock(&c->wmu);
+    for (zkr__waiter_t *w = c->waiters; w; w = w->next) {
+        if (w->id == id) {
+            w->events |= ZKR__WAKE_WATCH;
+            /* The deletion of the very node it watches now (not of one it
+             * watched before and looked past). */
+            if (type == ZOO_DELETED_EVENT && path && w->watching && strcmp(path, w->watching) == 0)
+                w->events |= ZKR__WAKE_GONE;
+            pthread_cond_signal(&w->cond);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->wmu);
 }
 
 void zkr__waiter_wake_id(zkr_client_t *c, uint64_t id, unsigned bits)
@@ -165,10 +178,12 @@ int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t
         zkr__waiter_arm(c, &w);
         int r = step(arg, c, h, &w, zkr__remaining_ms(deadline) != 0);
         zkr__client_put_handle(c, h);
+        w.last = 0;
         if (r == ZKR__STEP_AGAIN)
             continue;
         if (r == ZKR__STEP_WAIT) {
             unsigned ev = zkr__waiter_wait(c, &w, deadline);
+            w.last = ev;
             if (ev & ZKR__WAKE_CLOSE) {
                 rc = ZKR_ECLOSED;
                 break;

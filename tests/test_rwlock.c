@@ -1,6 +1,6 @@
 /* zkr_rwlock against a real server: readers share, writers exclude, FIFO
- * (writers are never starved), the watch pattern (readers watch the first
- * writer, writers their predecessor, nobody the directory), downgrade,
+ * (writers are never starved), the watch pattern (readers watch the nearest
+ * writer before them, writers their predecessor, nobody the directory), downgrade,
  * refused upgrade, reentrancy, fencing tokens, participants, timeouts and
  * bad arguments. */
 #include <inttypes.h>
@@ -459,7 +459,7 @@ static void test_writer_not_starved(void)
     zkt_raw_close(raw);
 }
 
-/* ---- the watch pattern: readers herd on the first writer, writers don't ---------- */
+/* ---- the watch pattern: readers wait on a writer, writers on their predecessor ------ */
 
 #define HERD_READERS 10
 
@@ -587,6 +587,95 @@ static void test_herd_watches(void)
     zkr_rwlock_free(lw);
     zkr_client_close(c2);
     zkr_client_close(c3);
+    zkr_client_close(cw);
+    zkt_raw_close(raw);
+}
+
+/* ---- readers behind two writers: each wakes only when its own writer goes ---------- */
+
+#define NW_READERS 3
+
+/* W1 holds; readers a queue, then writer W2, then readers b.  The a
+ * readers watch W1, the b readers watch W2 (the nearest writer before
+ * them), so W1's release wakes exactly the a readers. */
+static void test_readers_watch_nearest_writer(void)
+{
+    char path[128];
+    zkt_path("rw-nearest", path, sizeof path);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *cw = zkt_client(SESSION_MS);
+    zkr_rwlock_t *lw;
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&lw, cw, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(lw, 5000), ZKR_OK);
+    zkr_client_t *ca[NW_READERS], *cb[NW_READERS], *cw2 = zkt_client(SESSION_MS);
+    worker_t ra[NW_READERS], rb[NW_READERS], w2;
+    int nodes = 1;
+    for (int i = 0; i < NW_READERS; i++) {
+        ca[i] = zkt_client(SESSION_MS);
+        worker_start(&ra[i], ca[i], path, 0, LONG_WAIT_MS);
+        CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, ++nodes, POLL_MS));
+    }
+    worker_start(&w2, cw2, path, 1, LONG_WAIT_MS);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, ++nodes, POLL_MS));
+    for (int i = 0; i < NW_READERS; i++) {
+        cb[i] = zkt_client(SESSION_MS);
+        worker_start(&rb[i], cb[i], path, 0, LONG_WAIT_MS);
+        CU_ASSERT_TRUE_FATAL(zkt_wait_children(raw, path, ++nodes, POLL_MS));
+    }
+    size_t n = 0;
+    char **p = participants(lw, &n);
+    CU_ASSERT_FATAL(n == 2 + 2 * NW_READERS);
+    const char *w1node = p[0], *w2node = p[1 + NW_READERS];
+    /* W1: watched by the a readers only; W2: by the b readers, and W2
+     * itself watches the last a reader. */
+    CU_ASSERT_TRUE(wait_watches(w1node, NW_READERS));
+    CU_ASSERT_TRUE(wait_watches(w2node, NW_READERS));
+    int64_t ids[4 * NW_READERS];
+    int k = watch_sessions(w1node, ids, 4 * NW_READERS);
+    CU_ASSERT_EQUAL(k, NW_READERS);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_TRUE(contains_id(ids, k, session_of(ca[i])));
+    k = watch_sessions(w2node, ids, 4 * NW_READERS);
+    CU_ASSERT_EQUAL(k, NW_READERS);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_TRUE(contains_id(ids, k, session_of(cb[i])));
+    CU_ASSERT_TRUE(wait_watches(p[NW_READERS], 1));
+
+    /* W1 goes: the a readers get in, and only they were woken. */
+    long long woken0 = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(lw), ZKR_OK);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_EQUAL(worker_wait(&ra[i]), ZKR_OK);
+    zkt_sleep_ms(200);
+    long long woken1 = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    CU_ASSERT_EQUAL(woken1 - woken0, NW_READERS);
+    CU_ASSERT_EQUAL(atomic_load(&w2.returned), 0);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_EQUAL(atomic_load(&rb[i].returned), 0);
+    /* The a readers go: W2 gets it; then the b readers after W2. */
+    for (int i = 0; i < NW_READERS; i++)
+        worker_release(&ra[i]);
+    CU_ASSERT_EQUAL(worker_wait(&w2), ZKR_OK);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_EQUAL(atomic_load(&rb[i].returned), 0);
+    worker_release(&w2);
+    for (int i = 0; i < NW_READERS; i++)
+        CU_ASSERT_EQUAL(worker_wait(&rb[i]), ZKR_OK);
+    for (int i = 0; i < NW_READERS; i++) {
+        CU_ASSERT_TRUE(rb[i].token > w2.token);
+        worker_release(&rb[i]);
+    }
+    for (int i = 0; i < NW_READERS; i++) {
+        worker_join(&ra[i]);
+        worker_join(&rb[i]);
+        zkr_client_close(ca[i]);
+        zkr_client_close(cb[i]);
+    }
+    worker_join(&w2);
+    zkr_strings_free(p, n);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, path), 0);
+    zkr_rwlock_free(lw);
+    zkr_client_close(cw2);
     zkr_client_close(cw);
     zkt_raw_close(raw);
 }
@@ -1083,7 +1172,9 @@ static void add_suites(void)
     CU_add_test(s, "many readers at once, a writer excludes everyone", test_readers_share_writer_excludes);
     CU_add_test(s, "two readers hold together", test_two_readers_hold_together);
     CU_add_test(s, "writer not starved by later readers", test_writer_not_starved);
-    CU_add_test(s, "watches: readers on the first writer, writers on their predecessor", test_herd_watches);
+    CU_add_test(s, "watches: readers on the writer, writers on their predecessor", test_herd_watches);
+    CU_add_test(s, "readers watch the nearest writer before them: a release wakes only those it admits",
+                test_readers_watch_nearest_writer);
     CU_add_test(s, "downgrade: write -> read, named after the writer", test_downgrade);
     CU_add_test(s, "no downgrade on a write hold lost with its session", test_no_downgrade_after_session_loss);
     CU_add_test(s, "upgrade refused with ZKR_EDEADLK, nothing left behind", test_upgrade_refused);

@@ -7,7 +7,8 @@
  *   - a writer holds the lock when it is first of all nodes, and watches
  *     only its immediate predecessor;
  *   - a reader holds it when no writer is before it, and otherwise watches
- *     that first writer.
+ *     the nearest writer before it (so a writer's release wakes only the
+ *     readers it admits).
  * Order is FIFO: a reader that arrives after a queued writer waits behind
  * it, so writers are never starved.
  *
