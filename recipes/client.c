@@ -171,7 +171,8 @@ int zkr_client_wait_connected(zkr_client_t *c, int64_t timeout_ms)
 
 static int work_pending_locked(const zkr_client_t *c)
 {
-    return c->raw_n > 0 || c->raw_overflow || c->rep_n > 0 || c->tracks_dirty || c->sev_head;
+    return c->raw_n > 0 || c->raw_overflow || c->rep_n > 0 || c->tracks_dirty || c->sev_head ||
+           zkr__async_pending_locked(c);
 }
 
 static void *client_main(void *arg)
@@ -198,6 +199,9 @@ static void *client_main(void *arg)
         d = zkr__tracks_watch_locked(c);
         if (d < next)
             next = d;
+        d = zkr__async_run_locked(c);
+        if (d < next)
+            next = d;
         if (!work_pending_locked(c) && !c->closing)
             zkr__cond_wait_until(&c->wake, &c->mu, next);
     }
@@ -209,6 +213,7 @@ static void *client_main(void *arg)
 
 static void client_free(zkr_client_t *c)
 {
+    zkr__async_free(c);
     zkr__subs_free(c);
     zkr__tracks_free(c);
     zkr__deletes_free(c);
@@ -265,6 +270,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     c->sm.state = ZKR_STATE_LATENT;
     c->lost_deadline = INT64_MAX;
     c->track_timer_at = INT64_MAX;
+    c->afd = -1;
     *out = c;
     return ZKR_OK;
 }
@@ -369,7 +375,8 @@ int zkr_client_close(zkr_client_t *c)
     /* A listener, hold listener or revocation function of this client runs
      * on its thread: closing from there would join that very thread; a
      * zkr_client_with_handle function is a user close would wait for. */
-    if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) || in_handle_fn == c)
+    if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) || in_handle_fn == c ||
+        zkr__async_in_dispatch(c))
         return ZKR_EDEADLK;
     pthread_mutex_lock(&c->mu);
     if (c->closing) {
@@ -413,6 +420,9 @@ int zkr_client_close(zkr_client_t *c)
         zkr__handle_close(ret);
         ret = n;
     }
+
+    /* Every ZooKeeper completion has run: end the asynchronous acquires. */
+    zkr__async_close(c);
 
     pthread_mutex_lock(&c->mu);
     c->closed = 1;

@@ -71,6 +71,7 @@ typedef struct zkr__listener zkr__listener_t;
 typedef struct zkr__sub zkr__sub_t;
 typedef struct zkr__sub_event zkr__sub_event_t;
 typedef struct zkr__pending_delete zkr__pending_delete_t;
+typedef struct zkr__aop zkr__aop_t;
 
 struct zkr_client {
     /* ---- set by zkr_client_open, constant afterwards (no lock) ---- */
@@ -138,6 +139,15 @@ struct zkr_client {
     unsigned track_epoch;     /* bumped by every state change applied */
     int tracks_dirty;         /* some track's state differs from what its
                                  listener was told */
+
+    /* ---- async.c: asynchronous acquires ---- */
+    zkr__aop_t *aops, *aops_tail;   /* every one not yet freed, oldest first */
+    zkr__aop_t *aready, *aready_tail; /* with something for the client thread */
+    zkr__aop_t *adone, *adone_tail; /* completions waiting to be dispatched */
+    int adispatch;            /* zkr_dispatch_mode_t */
+    int afd;                  /* eventfd (zkr_client_fd), -1 until asked */
+    int afd_raised;           /* afd is readable */
+    uint64_t next_aop_id;
 
     /* ---- callbacks (listeners, hold listeners, subscriptions) ---- */
     void *calling;            /* the object whose callback runs now */
@@ -209,6 +219,26 @@ int64_t zkr__tracks_watch_locked(zkr_client_t *c);
  * asynchronous calls are made).  Returns the next time one is due. */
 int64_t zkr__deletes_run_locked(zkr_client_t *c);
 void zkr__deletes_free(zkr_client_t *c);
+
+/* ---- async.c ---- */
+/* Step the asynchronous acquires that have news, end those past their
+ * deadline, and (ZKR_DISPATCH_THREAD) run their completions.  c->mu held,
+ * dropped around each step.  Returns the next deadline. */
+int64_t zkr__async_run_locked(zkr_client_t *c);
+/* A state was delivered (after the listeners): pending acquires look again
+ * (LOST ends those whose node went with the session).  c->mu held. */
+void zkr__async_state_locked(zkr_client_t *c, zkr_state_t s);
+/* 1 if the client thread has asynchronous work.  c->mu held. */
+int zkr__async_pending_locked(const zkr_client_t *c);
+/* Our own session's watches on `path` were removed (a release): the
+ * asynchronous acquires watching it look again.  Takes c->mu. */
+void zkr__async_wake_path(zkr_client_t *c, const char *path);
+/* zkr_client_close, once the handles are closed: end everything with
+ * ZKR_ECLOSED and run the completions on the calling thread. */
+void zkr__async_close(zkr_client_t *c);
+void zkr__async_free(zkr_client_t *c);
+/* 1 if the calling thread is inside zkr_client_dispatch(c). */
+int zkr__async_in_dispatch(const zkr_client_t *c);
 
 /* ---- log.c ---- */
 /* A log trampoline for a new handle of c (NULL if none is free: the C

@@ -94,6 +94,7 @@ int zkr__listeners_deliver_next_locked(zkr_client_t *c)
     }
     reap_removed_locked(c);
     zkr__tracks_apply_locked(c, s);
+    zkr__async_state_locked(c, s);
     return 1;
 }
 

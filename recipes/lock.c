@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recipes/async.h"
 #include "recipes/internal.h"
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
@@ -195,4 +196,19 @@ void zkr_multilock_free(zkr_multilock_t *ml)
         return;
     free(ml->parts);
     free(ml);
+}
+
+/* For the asynchronous layer (async.c): which kind a reference is. */
+int zkr__lock_ref_kind(zkr_lock_ref_t r)
+{
+    const lock_ops_t *ops = valid_ops(r);
+    if (ops == &mutex_ops)
+        return ZKR__LK_MUTEX;
+    if (ops == &smutex_ops)
+        return ZKR__LK_SMUTEX;
+    if (ops == &rd_ops)
+        return ZKR__LK_READ;
+    if (ops == &wr_ops)
+        return ZKR__LK_WRITE;
+    return 0;
 }

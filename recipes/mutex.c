@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recipes/async.h"
 #include "recipes/holds.h"
 #include "zkr/mutex.h"
 
@@ -304,6 +305,7 @@ void zkr_mutex_free(zkr_mutex_t *m)
 {
     if (!m)
         return;
+    zkr__async_forget(m->c, m);
     zkr__hold_t *h;
     while ((h = zkr__holds_pop(&m->holds)))
         hold_release(m, h);
@@ -311,4 +313,14 @@ void zkr_mutex_free(zkr_mutex_t *m)
     zkr__client_release(m->c);
     free(m->path);
     free(m);
+}
+
+/* For the asynchronous layer (async.c): what an acquire on m needs. */
+void zkr__mutex_async_target(zkr_mutex_t *m, zkr__async_target_t *t)
+{
+    t->c = m->c;
+    t->dir = m->path;
+    t->drv = &mutex_driver;
+    t->hold = zkr__hold_listener_get(&m->mu, &m->hold);
+    t->owner = m;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recipes/async.h"
 #include "recipes/holds.h"
 #include "zkr/mutex.h"
 #include "zkr/rwlock.h"
@@ -276,6 +277,7 @@ void zkr_rwlock_free(zkr_rwlock_t *l)
 {
     if (!l)
         return;
+    zkr__async_forget(l->c, l);
     zkr__hold_t *h;
     while ((h = zkr__holds_pop(&l->reads)))
         hold_free(l->c, h);
@@ -285,4 +287,14 @@ void zkr_rwlock_free(zkr_rwlock_t *l)
     zkr__client_release(l->c);
     free(l->path);
     free(l);
+}
+
+/* For the asynchronous layer (async.c): what an acquire of one half needs. */
+void zkr__rwlock_async_target(zkr_rwlock_t *l, int writer, zkr__async_target_t *t)
+{
+    t->c = l->c;
+    t->dir = l->path;
+    t->drv = writer ? &zkr__write_driver : &zkr__read_driver;
+    t->hold = zkr__hold_listener_get(&l->mu, &l->hold);
+    t->owner = l;
 }

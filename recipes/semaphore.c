@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "recipes/async.h"
 #include "recipes/engine.h"
 #include "zkr/mutex.h"
 #include "zkr/semaphore.h"
@@ -97,8 +98,10 @@ int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, const char 
 
 void zkr_semaphore_free(zkr_semaphore_t *s)
 {
-    if (s)
+    if (s) {
+        zkr__async_forget(s->c, s);
         sem_destroy(s);
+    }
 }
 
 /* Read the shared count, leaving a data watch for waiter w. */
@@ -462,4 +465,36 @@ void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m)
     pthread_mutex_destroy(&m->mu);
     zkr_semaphore_free(m->sem);
     free(m);
+}
+
+/* ---- for the asynchronous layer (async.c) ------------------------------------------- */
+
+void zkr__semaphore_async_target(zkr_semaphore_t *s, zkr__async_target_t *t)
+{
+    t->c = s->c;
+    t->dir = s->locks_dir;
+    t->drv = &zkr__lock_driver;
+    t->leases_dir = s->leases_dir;
+    t->count_path = s->count_path;
+    t->max = s->max_fixed;
+    t->hold = zkr__hold_listener_get(&s->mu, &s->hold);
+    t->owner = s;
+}
+
+zkr_semaphore_t *zkr__semaphore_mutex_sem(zkr_semaphore_mutex_t *m)
+{
+    return m->sem;
+}
+
+zkr_lease_t *zkr__lease_wrap(zkr_client_t *c, zkr__node_t *node)
+{
+    zkr_lease_t *l = calloc(1, sizeof *l);
+    if (!l || zkr__client_retain(c) != ZKR_OK) {
+        free(l);
+        return NULL;
+    }
+    l->c = c;
+    l->node = *node;
+    memset(node, 0, sizeof *node);
+    return l;
 }

@@ -72,6 +72,7 @@ int zkr__waiter_watching(zkr_client_t *c, zkr__waiter_t *w, const char *path)
 
 void zkr__waiters_wake_path(zkr_client_t *c, const char *path)
 {
+    zkr__async_wake_path(c, path); /* c->mu: before wmu */
     pthread_mutex_lock(&c->wmu);
     for (zkr__waiter_t *w = c->waiters; w; w = w->next) {
         if (w->watching && strcmp(w->watching, path) == 0) {

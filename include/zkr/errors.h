@@ -29,7 +29,8 @@ extern "C" {
     XX(EBADDATA, -14, "malformed data in ZooKeeper")                                            \
     XX(EZOOKEEPER, -15, "ZooKeeper error")              /* another ZooKeeper error */           \
     XX(ESYSTEM, -16, "system error")                    /* threads, randomness */              \
-    XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */
+    XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */      \
+    XX(ECANCELED, -18, "acquire cancelled")             /* zkr_async_cancel */
 
 typedef enum zkr_error {
     ZKR_OK = 0,

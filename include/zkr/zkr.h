@@ -12,5 +12,6 @@
 #include "zkr/rwlock.h"
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
+#include "zkr/async.h"
 
 #endif

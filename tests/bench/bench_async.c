@@ -1,0 +1,175 @@
+/* bench_async: hand-off throughput on one contended mutex, asynchronous
+ * acquirers in one poll loop against the blocking equivalent (one thread
+ * per acquirer), on one client each way.
+ *
+ *   bench_async [HOSTS] [--waiters N] [--seconds S] [--path /zkr-bench/async]
+ *
+ * Prints one line per mode: "async N=.. handoffs/s=..", "blocking N=..
+ * handoffs/s=..".  bench_async_handoff() is the measure itself, for a
+ * driver that wants it as a function. */
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zkr/zkr.h>
+
+int bench_async_handoff(const char *hosts, const char *path, int waiters, double seconds, int async,
+                        double *per_second);
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef struct slot {
+    zkr_mutex_t *m;
+    zkr_hold_t *hold;  /* granted, to release in the loop */
+    int pending;
+    int failed;
+} slot_t;
+
+static void granted(int rc, zkr_hold_t *hold, void *ctx)
+{
+    slot_t *s = ctx;
+    s->pending = 0;
+    if (rc == ZKR_OK)
+        s->hold = hold;
+    else
+        s->failed = 1;
+}
+
+typedef struct worker {
+    zkr_mutex_t *m;
+    const atomic_int *stop;
+    long count;
+    int failed;
+} worker_t;
+
+static void *blocking_main(void *arg)
+{
+    worker_t *w = arg;
+    while (!atomic_load(w->stop)) {
+        if (zkr_mutex_acquire(w->m, 10000) != ZKR_OK) {
+            w->failed = 1;
+            break;
+        }
+        zkr_mutex_release(w->m);
+        w->count++;
+    }
+    return NULL;
+}
+
+/* Hand-offs per second of `waiters` acquirers cycling acquire/release on
+ * one mutex for `seconds`.  Returns 0, or -1 on a failure. */
+int bench_async_handoff(const char *hosts, const char *path, int waiters, double seconds, int async,
+                        double *per_second)
+{
+    zkr_client_t *c;
+    if (waiters < 1 || zkr_client_open(&c, hosts, NULL) != ZKR_OK)
+        return -1;
+    long count = 0;
+    int failed = 0;
+    double t0 = now_s(), t1 = t0;
+    if (async) {
+        zkr_mutex_t *m;
+        slot_t *s = calloc((size_t)waiters, sizeof *s);
+        if (!s || zkr_mutex_new(&m, c, path) != ZKR_OK) {
+            free(s);
+            zkr_client_close(c);
+            return -1;
+        }
+        int fd = zkr_client_fd(c);
+        int running = 1;
+        while (running) {
+            running = now_s() - t0 < seconds;
+            int busy = 0;
+            for (int i = 0; i < waiters; i++) {
+                if (s[i].hold) {
+                    zkr_hold_release(s[i].hold);
+                    s[i].hold = NULL;
+                    count++;
+                }
+                if (running && !s[i].pending && !s[i].failed) {
+                    s[i].pending = 1;
+                    if (zkr_lock_acquire_async(zkr_mutex_ref(m), 10000, granted, &s[i], NULL) != ZKR_OK)
+                        s[i].pending = 0, s[i].failed = 1;
+                }
+                busy |= s[i].pending;
+                failed |= s[i].failed;
+            }
+            if (!running && !busy)
+                break;
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 100) > 0)
+                zkr_client_dispatch(c);
+            running = running || busy;
+        }
+        t1 = now_s();
+        zkr_mutex_free(m);
+        free(s);
+    } else {
+        atomic_int stop = 0;
+        worker_t *w = calloc((size_t)waiters, sizeof *w);
+        pthread_t *th = calloc((size_t)waiters, sizeof *th);
+        int started = 0;
+        for (int i = 0; w && th && i < waiters; i++) {
+            w[i].stop = &stop;
+            if (zkr_mutex_new(&w[i].m, c, path) != ZKR_OK || pthread_create(&th[i], NULL, blocking_main, &w[i]) != 0)
+                break;
+            started++;
+        }
+        while (now_s() - t0 < seconds)
+            nanosleep(&(struct timespec){0, 50000000}, NULL);
+        atomic_store(&stop, 1);
+        for (int i = 0; i < started; i++) {
+            pthread_join(th[i], NULL);
+            count += w[i].count;
+            failed |= w[i].failed;
+        }
+        t1 = now_s();
+        for (int i = 0; w && i < waiters; i++)
+            zkr_mutex_free(w[i].m);
+        failed |= started < waiters;
+        free(w);
+        free(th);
+    }
+    zkr_client_close(c);
+    *per_second = count / (t1 - t0);
+    return failed ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *hosts = getenv("ZKR_HOSTS") ? getenv("ZKR_HOSTS") : "127.0.0.1:2181";
+    const char *path = "/zkr-bench/async";
+    int n = 8;
+    double secs = 5;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--waiters") && i + 1 < argc)
+            n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            secs = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--path") && i + 1 < argc)
+            path = argv[++i];
+        else if (argv[i][0] != '-')
+            hosts = argv[i];
+        else {
+            fprintf(stderr, "usage: %s [HOSTS] [--waiters N] [--seconds S] [--path P]\n", argv[0]);
+            return 2;
+        }
+    }
+    int bad = 0;
+    for (int async = 1; async >= 0; async--) {
+        double r = 0;
+        int rc = bench_async_handoff(hosts, path, n, secs, async, &r);
+        printf("%s N=%d handoffs/s=%.1f%s\n", async ? "async" : "blocking", n, r, rc ? " (failures)" : "");
+        bad |= rc != 0;
+    }
+    return bad;
+}
