@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,7 @@ typedef struct create_op {
     struct Stat stat;
     int list_rc;
     zkr__strvec_t children;
+    int inited;  /* mu and cond made */
 } create_op_t;
 
 static void create_done(int rc, const char *value, const struct Stat *stat, const void *data)
@@ -110,6 +112,51 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
     if (--op->pending == 0)
         pthread_cond_signal(&op->cond);
     pthread_mutex_unlock(&op->mu);
+}
+
+/* Send the create of `path` on h, and the listing of dir right behind it
+ * if `list`: ZooKeeper answers one session's requests in order, so the
+ * listing already sees our node.  The completions signal through the
+ * op's own mutex (no client-wide lock on this path).  Wait with
+ * create_wait, whatever happened. */
+static void create_send(zkr_client_t *c, zkr__zh_t *h, create_op_t *op, const char *path, const char *dir,
+                        const char *data, int datalen, int mode, int list)
+{
+    memset(op, 0, sizeof *op);
+    op->create_rc = ZSYSTEMERROR;
+    op->list_rc = ZSYSTEMERROR;
+    if (pthread_mutex_init(&op->mu, NULL) != 0)
+        return;
+    if (zkr__cond_init(&op->cond) != 0) {
+        pthread_mutex_destroy(&op->mu);
+        return;
+    }
+    op->inited = 1;
+    pthread_mutex_lock(&op->mu);
+    int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode, create_done, op);
+    if (zrc == ZOK) {
+        op->pending++;
+        if (list && zoo_aget_children(zkr__zh(h), dir, 0, list_done, op) == ZOK)
+            op->pending++;
+    } else {
+        op->create_rc = zrc;
+    }
+    pthread_mutex_unlock(&op->mu);
+}
+
+static void create_wait(zkr__zh_t *h, create_op_t *op)
+{
+    if (!op->inited)
+        return;
+    pthread_mutex_lock(&op->mu);
+    while (op->pending > 0)
+        pthread_cond_wait(&op->cond, &op->mu);
+    pthread_mutex_unlock(&op->mu);
+    pthread_cond_destroy(&op->cond);
+    pthread_mutex_destroy(&op->mu);
+    op->inited = 0;
+    zkr__zh_answer(zkr__zh(h), op->create_rc);
+    zkr__zh_answer(zkr__zh(h), op->list_rc);
 }
 
 /* Outcome of recovering a create whose reply was lost. */
@@ -220,33 +267,13 @@ static int node_create(zkr_client_t *c, const char *dir, const char *marker, con
         }
 
         create_op_t op;
-        memset(&op, 0, sizeof op);
-        if (pthread_mutex_init(&op.mu, NULL) != 0 || zkr__cond_init(&op.cond) != 0) {
-            free(path);
+        create_send(c, h, &op, path, dir, data, datalen, mode, children != NULL);
+        if (!op.inited) {
             zkr__client_put_handle(c, h);
+            free(path);
             return ZKR_ESYSTEM;
         }
-        op.create_rc = ZSYSTEMERROR;
-        op.list_rc = ZSYSTEMERROR;
-        pthread_mutex_lock(&op.mu);
-        /* The listing goes right behind the create: ZooKeeper answers one
-         * session's requests in order, so it already sees our node. */
-        int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode,
-                               create_done, &op);
-        if (zrc == ZOK) {
-            op.pending++;
-            if (children && zoo_aget_children(zkr__zh(h), dir, 0, list_done, &op) == ZOK)
-                op.pending++;
-        } else {
-            op.create_rc = zrc;
-        }
-        while (op.pending > 0)
-            pthread_cond_wait(&op.cond, &op.mu);
-        pthread_mutex_unlock(&op.mu);
-        pthread_cond_destroy(&op.cond);
-        pthread_mutex_destroy(&op.mu);
-        zkr__zh_answer(zkr__zh(h), op.create_rc);
-        zkr__zh_answer(zkr__zh(h), op.list_rc);
+        create_wait(h, &op);
         zkr__client_put_handle(c, h);
         free(path);
 
@@ -443,6 +470,60 @@ static void delete_wait_done(int rc, const void *data)
     }
 }
 
+/* Deletes whose answers are awaited together (zkr__deletes_defer_begin). */
+#define DELETE_DEFERRED 1 /* not a ZooKeeper code: those are <= 0 */
+typedef struct defer_list {
+    int active;
+    delete_wait_t **dw;
+    size_t n, cap;
+} defer_list_t;
+static _Thread_local defer_list_t deferred;
+
+static int defer_push(delete_wait_t *dw)
+{
+    if (!deferred.active)
+        return 0;
+    if (deferred.n == deferred.cap) {
+        size_t cap = deferred.cap ? 2 * deferred.cap : 8;
+        delete_wait_t **v = realloc(deferred.dw, cap * sizeof *v);
+        if (!v)
+            return 0; /* wait for this one now */
+        deferred.dw = v;
+        deferred.cap = cap;
+    }
+    deferred.dw[deferred.n++] = dw;
+    return 1;
+}
+
+void zkr__deletes_defer_begin(void)
+{
+    deferred.active = 1;
+}
+
+int zkr__deletes_defer_end(void)
+{
+    int first = ZKR_OK;
+    int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+    for (size_t i = 0; i < deferred.n; i++) {
+        delete_wait_t *dw = deferred.dw[i];
+        pthread_mutex_lock(&dw->mu);
+        while (!dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
+            ;
+        int done = dw->done;
+        dw->abandoned = !done;
+        pthread_mutex_unlock(&dw->mu);
+        if (!done)
+            continue; /* its completion settles it */
+        int rc = delete_settle(dw->c, dw->path, dw->session, dw->rc, 0);
+        if (rc != ZKR_OK && first == ZKR_OK)
+            first = rc;
+        delete_wait_free(dw);
+    }
+    free(deferred.dw);
+    memset(&deferred, 0, sizeof deferred);
+    return first;
+}
+
 /* Delete path; the answer if it came within wait_ms, else
  * ZOPERATIONTIMEOUT (a stalled link, or wait_ms 0): the completion then
  * settles it in the background. */
@@ -464,6 +545,8 @@ static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int6
         delete_wait_free(dw);
         return zrc;
     }
+    if (wait_ms > 0 && defer_push(dw))
+        return DELETE_DEFERRED;
     int64_t deadline = zkr__deadline(wait_ms);
     pthread_mutex_lock(&dw->mu);
     while (wait_ms > 0 && !dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
@@ -508,15 +591,15 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
             zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
                                     (void_completion_t *)ignore_void, NULL);
         zrc = delete_bounded(c, zkr__zh(h), node->path, node->session, wait_ms);
-        if (zrc != ZOPERATIONTIMEOUT)
+        if (zrc != ZOPERATIONTIMEOUT && zrc != DELETE_DEFERRED)
             zkr__zh_answer(zkr__zh(h), zrc);
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         if (watched)
             zkr__waiters_wake_path(c, node->path);
     }
-    if (zrc == ZOPERATIONTIMEOUT)
-        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
+    if (zrc == ZOPERATIONTIMEOUT || zrc == DELETE_DEFERRED)
+        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled later, or in the background */
     else
         rc = delete_settle(c, node->path, node->session, zrc, lost);
     zkr__client_put_handle(c, h);
@@ -635,12 +718,138 @@ int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, 
     return rc;
 }
 
+/* ---- nodes created ahead (the multi-lock) ------------------------------------- */
+
+struct zkr__prefetch {
+    zkr_client_t *c;
+    zkr__zh_t *h;          /* held from start to finish */
+    const char *dir;       /* the lock object's (outlives the prefetch) */
+    const zkr__driver_t *drv;
+    char *path;
+    char uuid[ZKR__UUID_LEN + 1];
+    int64_t session;
+    create_op_t op;
+    int finished;
+    zkr__node_t node;      /* ours until an acquire takes it */
+    zkr__strvec_t kids;
+};
+
+static _Thread_local zkr__prefetch_t *offered;
+
+zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
+{
+    zkr__prefetch_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->c = c;
+    p->dir = dir;
+    p->drv = drv;
+    if (zkr__client_get_handle(c, &p->h) != ZKR_OK) {
+        free(p);
+        return NULL;
+    }
+    if (!zkr__zh_usable(c, p->h) || zkr__uuid(p->uuid) != 0 ||
+        !(p->path = zkr__protected_path(dir, p->uuid, drv->marker))) {
+        zkr__client_put_handle(c, p->h);
+        free(p);
+        return NULL; /* the acquire makes its own node, the usual way */
+    }
+    p->session = zkr__zh_session(c, p->h);
+    create_send(c, p->h, &p->op, p->path, dir, "", 0, ZOO_EPHEMERAL_SEQUENTIAL, 1);
+    return p;
+}
+
+int zkr__prefetch_finish(zkr__prefetch_t *p)
+{
+    if (!p->finished) {
+        p->finished = 1;
+        create_wait(p->h, &p->op);
+        zkr__client_put_handle(p->c, p->h);
+        p->h = NULL;
+        if (p->op.create_rc == ZOK) {
+            p->node.path = p->op.created;
+            p->op.created = NULL;
+            p->node.czxid = p->op.stat.czxid;
+            p->node.session = p->op.stat.ephemeralOwner ? p->op.stat.ephemeralOwner : p->session;
+            memcpy(p->node.uuid, p->uuid, sizeof p->uuid);
+            if (p->op.list_rc == ZOK) {
+                p->kids = p->op.children;
+                p->op.children.v = NULL;
+                p->op.children.n = 0;
+            }
+            if (zkr__track_add(p->c, p->node.path, p->node.session, &p->node.track) != ZKR_OK)
+                zkr__node_delete_nowait(p->c, &p->node);
+        } else if (p->op.create_rc != ZNONODE && zkr__zk_class(p->op.create_rc) != ZKR__ZC_FINAL) {
+            /* The create may have happened: whatever it left is deleted. */
+            char prefix[ZKR__UUID_LEN + 8];
+            snprintf(prefix, sizeof prefix, "_c_%s-", p->uuid);
+            zkr__client_delete_prefix_later(p->c, p->dir, prefix, p->session);
+        }
+        zkr__strvec_free(&p->op.children);
+        free(p->op.created);
+    }
+    if (!p->node.path)
+        return -1;
+    if (!p->kids.v)
+        return 0; /* not listed: the acquire lists */
+    zkr__strvec_t copy;
+    if (zkr__strvec_copy(&copy, p->kids.v, p->kids.n) != 0)
+        return 0;
+    int held = 0;
+    if (zkr__sort_children(copy.v, copy.n, p->drv->key, p->drv->key_marker) == 0) {
+        long ours = zkr__strvec_find(&copy, zkr__path_basename(p->node.path));
+        size_t watch;
+        held = ours >= 0 && p->drv->decide(p->drv->decide_arg, copy.v, copy.n, (size_t)ours, &watch) == 1;
+    }
+    zkr__strvec_free(&copy);
+    return held;
+}
+
+void zkr__prefetch_offer(zkr__prefetch_t *p)
+{
+    offered = p;
+}
+
+void zkr__prefetch_free(zkr__prefetch_t *p)
+{
+    if (!p)
+        return;
+    if (offered == p)
+        offered = NULL;
+    zkr__prefetch_finish(p);
+    if (p->node.path)
+        zkr__node_delete_nowait(p->c, &p->node); /* not taken: nobody's */
+    zkr__strvec_free(&p->kids);
+    free(p->path);
+    free(p);
+}
+
+/* The node offered for this very queue, if any (taken: the caller owns it). */
+static int take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
+                        zkr__strvec_t *kids)
+{
+    zkr__prefetch_t *p = offered;
+    if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
+        return 0;
+    offered = NULL;
+    if (zkr__prefetch_finish(p) < 0)
+        return 0;
+    *out = p->node;
+    memset(&p->node, 0, sizeof p->node);
+    *kids = p->kids;
+    p->kids.v = NULL;
+    p->kids.n = 0;
+    return 1;
+}
+
 int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, const char *data,
                        int datalen, int64_t deadline, zkr__node_t *out)
 {
     zkr__strvec_t kids = {NULL, 0};
-    int rc = zkr__node_create(c, dir, drv->marker, NULL, ZOO_EPHEMERAL_SEQUENTIAL, data, datalen,
-                              deadline, out, &kids);
+    int rc = ZKR_OK;
+    if (datalen != 0 || !take_offered(c, dir, drv, out, &kids))
+        rc = zkr__node_create(c, dir, drv->marker, NULL, ZOO_EPHEMERAL_SEQUENTIAL, data, datalen, deadline, out,
+                              &kids);
     if (rc != ZKR_OK)
         return rc;
     rc = zkr__queue_wait(c, dir, drv, out, &kids, deadline);

@@ -95,6 +95,29 @@ void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node);
 
 void zkr__node_clear(zkr__node_t *node);
 
+/* Deletes awaited together: between begin and end, zkr__node_delete on
+ * this thread sends its delete and returns at once (ZKR_OK or ZKR_ELOST);
+ * end waits for every answer (ZKR_RELEASE_WAIT_MS in all) and returns
+ * ZKR_OK or the first refusal (ZKR_ENOAUTH, ZKR_EZOOKEEPER: the node stays
+ * until its session ends, and is logged).  Answers that do not come in
+ * time are settled in the background. */
+void zkr__deletes_defer_begin(void);
+int zkr__deletes_defer_end(void);
+
+/* A node created ahead of its acquire, so that the multi-lock sends the
+ * creates (and listings) of all its parts at once.  start sends them (NULL
+ * if it cannot now: the acquire then creates its node the usual way);
+ * finish waits and returns 1 if the node holds the lock by its listing, 0
+ * if it exists but does not (or was not listed), -1 if there is none.
+ * offer(p) makes the calling thread's next zkr__queue_acquire on the same
+ * client, directory and driver take p's node instead of creating one
+ * (offer(NULL) withdraws it).  free deletes the node if nobody took it. */
+typedef struct zkr__prefetch zkr__prefetch_t;
+zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv);
+int zkr__prefetch_finish(zkr__prefetch_t *p);
+void zkr__prefetch_offer(zkr__prefetch_t *p);
+void zkr__prefetch_free(zkr__prefetch_t *p);
+
 /* Full acquire: create our node and wait until the driver says it is held,
  * or the deadline.  Returns ZKR_OK (out filled), ZKR_ETIMEDOUT, ZKR_ECLOSED,
  * ZKR_ESESSIONLOST (our node vanished with the session while waiting),

@@ -149,35 +149,115 @@ int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t
     return ZKR_OK;
 }
 
+/* How part r would be acquired by the calling thread now: PART_REENTER
+ * (it holds r, or the other half of r's read/write lock: no new node, or
+ * a node of its own kind), PART_QUEUE (*t: the queue it joins) or
+ * PART_OWN (the semaphore mutex: its own protocol). */
+#define PART_OWN 0
+#define PART_QUEUE 1
+#define PART_REENTER 2
+static int part_kind(zkr_lock_ref_t r, zkr__async_target_t *t)
+{
+    switch (zkr__lock_ref_kind(r)) {
+    case ZKR__LK_MUTEX:
+        if (zkr_mutex_hold_state(r.obj) != ZKR_HOLD_NONE)
+            return PART_REENTER;
+        zkr__mutex_async_target(r.obj, t);
+        return PART_QUEUE;
+    case ZKR__LK_READ:
+    case ZKR__LK_WRITE:
+        if (zkr_rwlock_read_hold_state(r.obj) != ZKR_HOLD_NONE || zkr_rwlock_write_hold_state(r.obj) != ZKR_HOLD_NONE)
+            return PART_REENTER;
+        zkr__rwlock_async_target(r.obj, zkr__lock_ref_kind(r) == ZKR__LK_WRITE, t);
+        return PART_QUEUE;
+    default:
+        return PART_OWN;
+    }
+}
+
+/* The creates (and listings) of every part that joins a queue go out at
+ * once: an uncontended multi-lock costs one round trip, not one per part.
+ * The parts their listings grant are kept, in order, up to the first that
+ * must wait; that one's node keeps its place, and every later node is
+ * deleted: from there on the parts are taken one by one, in order, as
+ * ever, so a multi-lock never waits on a part while queued on a later one
+ * (the global order still prevents deadlocks). */
+static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
+{
+    zkr__prefetch_t **pf = calloc(ml->n, sizeof *pf);
+    int *kinds = calloc(ml->n, sizeof *kinds);
+    if (!pf || !kinds) {
+        free(pf);
+        free(kinds);
+        return NULL; /* one by one, as ever */
+    }
+    for (size_t i = 0; i < ml->n; i++) {
+        zkr__async_target_t t;
+        kinds[i] = part_kind(ml->parts[i], &t);
+        if (kinds[i] == PART_QUEUE)
+            pf[i] = zkr__prefetch_start(t.c, t.dir, t.drv);
+    }
+    int ahead = 1;
+    for (size_t i = 0; i < ml->n; i++) {
+        if (!ahead) {
+            zkr__prefetch_free(pf[i]);
+            pf[i] = NULL;
+        } else if (pf[i]) {
+            ahead = zkr__prefetch_finish(pf[i]) == 1;
+        } else {
+            ahead = kinds[i] == PART_REENTER;
+        }
+    }
+    free(kinds);
+    return pf;
+}
+
 int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
 {
     if (!ml)
         return ZKR_EINVAL;
     int64_t deadline = zkr__deadline(timeout_ms);
-    for (size_t i = 0; i < ml->n; i++) {
+    zkr__prefetch_t **pf = prefetch_parts(ml);
+    int rc = ZKR_OK;
+    size_t i;
+    for (i = 0; i < ml->n; i++) {
         /* One deadline for the whole acquire: each part gets what is left. */
         int64_t left = deadline == INT64_MAX ? -1 : zkr__remaining_ms(deadline);
-        int rc = zkr_lock_acquire(ml->parts[i], left);
-        if (rc != ZKR_OK) {
-            while (i-- > 0)
-                zkr_lock_release(ml->parts[i]);
-            return rc;
+        zkr__prefetch_offer(pf ? pf[i] : NULL);
+        rc = zkr_lock_acquire(ml->parts[i], left);
+        zkr__prefetch_offer(NULL);
+        if (pf) {
+            zkr__prefetch_free(pf[i]); /* deletes its node if not taken */
+            pf[i] = NULL;
         }
+        if (rc != ZKR_OK)
+            break;
     }
-    return ZKR_OK;
+    if (rc != ZKR_OK) {
+        for (size_t j = i + 1; pf && j < ml->n; j++)
+            zkr__prefetch_free(pf[j]);
+        while (i-- > 0)
+            zkr_lock_release(ml->parts[i]);
+    }
+    free(pf);
+    return rc;
 }
 
 int zkr_multilock_release(zkr_multilock_t *ml)
 {
     if (!ml)
         return ZKR_EINVAL;
+    /* Every part's delete goes out at once; their answers are awaited
+     * together. */
+    zkr__deletes_defer_begin();
     int first = ZKR_OK;
     for (size_t i = ml->n; i-- > 0;) {
         int rc = zkr_lock_release(ml->parts[i]);
         if (rc != ZKR_OK && first == ZKR_OK)
             first = rc;
     }
-    return first;
+    int rc = zkr__deletes_defer_end();
+    return first != ZKR_OK ? first : rc;
 }
 
 int zkr_multilock_is_held(zkr_multilock_t *ml)

@@ -573,6 +573,148 @@ static void test_release_reverse_order(void)
     zkt_raw_close(raw);
 }
 
+/* ---- the creates go out together, but it never waits while queued ahead ------------------ */
+
+typedef struct ml_runner {
+    zkr_multilock_t *ml;
+    int64_t timeout_ms;
+    atomic_int rc;
+} ml_runner_t;
+
+static void *ml_runner_main(void *p)
+{
+    ml_runner_t *r = p;
+    atomic_store(&r->rc, zkr_multilock_acquire(r->ml, r->timeout_ms));
+    return NULL;
+}
+
+/* Parts 1..3; another session holds part 2.  The multi-lock holds part 1,
+ * queues on part 2, and has no node on part 3 while it waits (it never
+ * waits on a part while queued on a later one). */
+static void test_waits_in_order(void)
+{
+    char p1[128], p2[128], p3[128];
+    zkt_path("ml-inorder-1", p1, sizeof p1);
+    zkt_path("ml-inorder-2", p2, sizeof p2);
+    zkt_path("ml-inorder-3", p3, sizeof p3);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    zkr_mutex_t *m1, *m2, *o2;
+    zkr_rwlock_t *l3;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m1, c, p1), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, c, p2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l3, c, p3), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&o2, o, p2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(o2, 5000), ZKR_OK);
+    zkr_lock_ref_t parts[3] = {zkr_mutex_ref(m1), zkr_mutex_ref(m2), zkr_rwlock_write_ref(l3)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+
+    ml_runner_t r = {ml, LONG_WAIT_MS, 1};
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, ml_runner_main, &r), 0);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p2, 2, POLL_MS));
+    zkt_sleep_ms(300); /* a prefetched node on part 3 would be gone by now */
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p1), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p2), 2);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p3), 0);
+    CU_ASSERT_EQUAL(atomic_load(&r.rc), 1);
+
+    CU_ASSERT_EQUAL(zkr_mutex_release(o2), ZKR_OK);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(atomic_load(&r.rc), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p1), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p2), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p3), 1);
+    /* Held by the thread that acquired: released from it here is refused. */
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(ml), 0);
+
+    zkr_multilock_free(ml);
+    zkr_mutex_free(m1);
+    zkr_mutex_free(m2);
+    zkr_rwlock_free(l3);
+    zkr_mutex_free(o2);
+    zkr_client_close(c); /* its session's nodes go with it */
+    zkr_client_close(o);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p1, 0, POLL_MS));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p3), 0);
+    zkt_raw_close(raw);
+}
+
+/* Two sessions take the same three locks in the same order, over and
+ * over: never both inside, never stuck (the creates of both go out
+ * together, but each waits only in order). */
+#define CROSS_ROUNDS 60
+
+typedef struct crosser {
+    zkr_multilock_t *ml;
+    atomic_int *inside;
+    atomic_int overlaps, done, failures;
+} crosser_t;
+
+static void *crosser_main(void *p)
+{
+    crosser_t *x = p;
+    for (int i = 0; i < CROSS_ROUNDS; i++) {
+        int rc = zkr_multilock_acquire(x->ml, 10000);
+        if (rc != ZKR_OK) {
+            atomic_fetch_add(&x->failures, 1);
+            continue;
+        }
+        if (atomic_fetch_add(x->inside, 1) != 0)
+            atomic_fetch_add(&x->overlaps, 1);
+        atomic_fetch_sub(x->inside, 1);
+        if (zkr_multilock_release(x->ml) != ZKR_OK)
+            atomic_fetch_add(&x->failures, 1);
+        atomic_fetch_add(&x->done, 1);
+    }
+    return NULL;
+}
+
+static void test_same_order_no_deadlock(void)
+{
+    char p[3][128];
+    zkt_path("ml-cross-1", p[0], sizeof p[0]);
+    zkt_path("ml-cross-2", p[1], sizeof p[1]);
+    zkt_path("ml-cross-3", p[2], sizeof p[2]);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c[2];
+    zkr_mutex_t *m[2][3];
+    zkr_multilock_t *ml[2];
+    crosser_t x[2];
+    pthread_t t[2];
+    atomic_int inside = 0;
+    for (int k = 0; k < 2; k++) {
+        c[k] = zkt_client(SESSION_MS);
+        zkr_lock_ref_t parts[3];
+        for (int i = 0; i < 3; i++) {
+            CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m[k][i], c[k], p[i]), ZKR_OK);
+            parts[i] = zkr_mutex_ref(m[k][i]);
+        }
+        CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml[k], parts, 3), ZKR_OK);
+        memset(&x[k], 0, sizeof x[k]);
+        x[k].ml = ml[k];
+        x[k].inside = &inside;
+    }
+    for (int k = 0; k < 2; k++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&t[k], NULL, crosser_main, &x[k]), 0);
+    for (int k = 0; k < 2; k++) {
+        pthread_join(t[k], NULL);
+        CU_ASSERT_EQUAL(atomic_load(&x[k].failures), 0);
+        CU_ASSERT_EQUAL(atomic_load(&x[k].overlaps), 0);
+        CU_ASSERT_EQUAL(atomic_load(&x[k].done), CROSS_ROUNDS);
+    }
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_EQUAL(zkt_count_children(raw, p[i]), 0);
+    for (int k = 0; k < 2; k++) {
+        zkr_multilock_free(ml[k]);
+        for (int i = 0; i < 3; i++)
+            zkr_mutex_free(m[k][i]);
+        zkr_client_close(c[k]);
+    }
+    zkt_raw_close(raw);
+}
+
 static void test_release_partial_failure(void)
 {
     zhandle_t *raw = zkt_raw();
@@ -645,6 +787,8 @@ static void add_suites(void)
     CU_add_test(m, "one deadline covers the whole acquire", test_single_deadline);
     CU_add_test(m, "release in reverse order", test_release_reverse_order);
     CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
+    CU_add_test(m, "a part that must wait: the parts before it held, none after it queued", test_waits_in_order);
+    CU_add_test(m, "two sessions, same order, many rounds: no overlap, no deadlock", test_same_order_no_deadlock);
 }
 
 int main(void)
