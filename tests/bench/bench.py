@@ -34,13 +34,15 @@ PLAN = [
     ("read4", "read lock, 4 sessions, no writer", ["floor2", "curator", "kazoo"]),
     ("rw90", "90/10 read/write mix on one rwlock, 4 sessions", ["curator"]),
     ("waiters", "N waiters on one mutex (10 sessions): drain", ["curator", "kazoo"]),
+    ("async8", "hand-off on one mutex, 8 acquirers on ONE client: asynchronous, one poll loop, "
+     "against blocking, a thread each", ["zkrblock"]),
 ]
 PEER_NAMES = {
     "zkr": "zkrecipes", "floor": "C floor create+delete", "floor2": "C floor create+list+delete",
     "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
-    "redis": "Redis SET NX PX + Lua delete",
+    "redis": "Redis SET NX PX + Lua delete", "zkrblock": "zkrecipes blocking (8 threads)",
 }
-C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis"}
+C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock"}
 
 
 def log(msg):
@@ -147,6 +149,11 @@ class LinePeer:
 def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
     argv = [ARGS.driver, "-i", "floor" if impl == "floor64" else impl, "-c", scen, "-z", ARGS.hosts,
             "-t", str(seconds)]
+    if scen.startswith("async"):
+        # the asynchronous API against the blocking one (tests/bench/bench_async.c)
+        argv = [os.path.join(os.path.dirname(ARGS.driver), "bench_async"), ARGS.hosts, "--waiters",
+                scen[len("async"):], "--seconds", str(seconds), "--path", "/zkr-bench/%s" % scen,
+                "--mode", "async" if impl == "zkr" else "blocking"]
     if impl == "floor64":
         argv += ["-S", "64"]
     if impl == "redis":

@@ -3,10 +3,13 @@
  * per acquirer), on one client each way.
  *
  *   bench_async [HOSTS] [--waiters N] [--seconds S] [--path /zkr-bench/async]
+ *               [--mode async|blocking|both]
  *
  * Prints one line per mode: "async N=.. handoffs/s=..", "blocking N=..
- * handoffs/s=..".  bench_async_handoff() is the measure itself, for a
- * driver that wants it as a function. */
+ * handoffs/s=..", and with --mode async or blocking one line in the
+ * benchmark suite's format (RESULT impl=... rate=... p50_ms=... p99_ms=...,
+ * latency = acquire start to grant).  bench_async_handoff() is the measure
+ * itself, for a driver that wants it as a function. */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,19 +30,52 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Acquire latencies (start to grant), in ms; recorded from one thread at
+ * a time (the loop, or under lat_mu). */
+#define LAT_MAX 1000000
+static double *lat;
+static size_t lat_n;
+static pthread_mutex_t lat_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void lat_add(double ms)
+{
+    pthread_mutex_lock(&lat_mu);
+    if (lat && lat_n < LAT_MAX)
+        lat[lat_n++] = ms;
+    pthread_mutex_unlock(&lat_mu);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double lat_pct(double q)
+{
+    if (lat_n == 0)
+        return 0;
+    qsort(lat, lat_n, sizeof *lat, cmp_double);
+    size_t i = (size_t)(q * (double)(lat_n - 1));
+    return lat[i];
+}
+
 typedef struct slot {
     zkr_mutex_t *m;
     zkr_hold_t *hold;  /* granted, to release in the loop */
     int pending;
     int failed;
+    double started;
 } slot_t;
 
 static void granted(int rc, zkr_hold_t *hold, void *ctx)
 {
     slot_t *s = ctx;
     s->pending = 0;
-    if (rc == ZKR_OK)
+    if (rc == ZKR_OK) {
         s->hold = hold;
+        lat_add((now_s() - s->started) * 1e3);
+    }
     else
         s->failed = 1;
 }
@@ -55,10 +91,12 @@ static void *blocking_main(void *arg)
 {
     worker_t *w = arg;
     while (!atomic_load(w->stop)) {
+        double t = now_s();
         if (zkr_mutex_acquire(w->m, 10000) != ZKR_OK) {
             w->failed = 1;
             break;
         }
+        lat_add((now_s() - t) * 1e3);
         zkr_mutex_release(w->m);
         w->count++;
     }
@@ -97,6 +135,7 @@ int bench_async_handoff(const char *hosts, const char *path, int waiters, double
                 }
                 if (running && !s[i].pending && !s[i].failed) {
                     s[i].pending = 1;
+                    s[i].started = now_s();
                     if (zkr_lock_acquire_async(zkr_mutex_ref(m), 10000, granted, &s[i], NULL) != ZKR_OK)
                         s[i].pending = 0, s[i].failed = 1;
                 }
@@ -150,6 +189,7 @@ int main(int argc, char **argv)
     const char *path = "/zkr-bench/async";
     int n = 8;
     double secs = 5;
+    const char *mode = "both";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--waiters") && i + 1 < argc)
             n = atoi(argv[++i]);
@@ -157,19 +197,31 @@ int main(int argc, char **argv)
             secs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--path") && i + 1 < argc)
             path = argv[++i];
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+            mode = argv[++i];
         else if (argv[i][0] != '-')
             hosts = argv[i];
         else {
-            fprintf(stderr, "usage: %s [HOSTS] [--waiters N] [--seconds S] [--path P]\n", argv[0]);
+            fprintf(stderr, "usage: %s [HOSTS] [--waiters N] [--seconds S] [--path P] [--mode async|blocking|both]\n", argv[0]);
             return 2;
         }
     }
     int bad = 0;
+    lat = malloc(LAT_MAX * sizeof *lat);
     for (int async = 1; async >= 0; async--) {
+        if ((async && !strcmp(mode, "blocking")) || (!async && !strcmp(mode, "async")))
+            continue;
         double r = 0;
+        lat_n = 0;
         int rc = bench_async_handoff(hosts, path, n, secs, async, &r);
         printf("%s N=%d handoffs/s=%.1f%s\n", async ? "async" : "blocking", n, r, rc ? " (failures)" : "");
+        if (strcmp(mode, "both") != 0)
+            printf("RESULT impl=%s scenario=async%d threads=%d sessions=1 ops=%.0f secs=%.3f rate=%.1f "
+                   "p50_ms=%.3f p99_ms=%.3f lat=cycle errors=%d\n",
+                   async ? "zkr" : "zkrblock", n, async ? 1 : n, r * secs, secs, r, lat_pct(0.5), lat_pct(0.99),
+                   rc != 0);
         bad |= rc != 0;
     }
+    free(lat);
     return bad;
 }
