@@ -4,8 +4,12 @@
  * Acquire takes the locks in the given order under ONE deadline for the
  * whole call (Curator gives each lock the full timeout); if any part fails
  * or times out, everything taken so far is released and the error is
- * returned.  Release goes in reverse order, releases every part, and
- * reports the first error.  To avoid deadlocks between multi-locks, give
+ * returned.  The creates of all parts are sent at once (one round trip
+ * when none must wait); from the first part that must wait, the later
+ * parts' nodes are withdrawn and those parts taken one by one, so the
+ * multi-lock never waits on a part while queued on a later one.  Release
+ * goes in reverse order, sends every part's delete at once, releases every
+ * part, and reports the first error.  To avoid deadlocks between multi-locks, give
  * every process the same global order (e.g. sort by path).
  *
  *   zkr_lock_ref_t parts[2] = { zkr_mutex_ref(acct_a), zkr_mutex_ref(acct_b) };
