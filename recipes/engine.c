@@ -470,8 +470,12 @@ static void delete_wait_done(int rc, const void *data)
     }
 }
 
-/* Deletes whose answers are awaited together (zkr__deletes_defer_begin). */
-#define DELETE_DEFERRED 1 /* not a ZooKeeper code: those are <= 0 */
+/* What delete_bounded returns when it has no answer to give: not
+ * ZooKeeper codes (those are <= 0; the C client itself answers a request
+ * ZOPERATIONTIMEOUT when its connection times out, and that answer must be
+ * settled like any other). */
+#define DELETE_DEFERRED 1 /* awaited by zkr__deletes_defer_end */
+#define DELETE_PENDING 2  /* not answered in time: the completion settles it */
 typedef struct defer_list {
     int active;
     delete_wait_t **dw;
@@ -525,7 +529,7 @@ int zkr__deletes_defer_end(void)
 }
 
 /* Delete path; the answer if it came within wait_ms, else
- * ZOPERATIONTIMEOUT (a stalled link, or wait_ms 0): the completion then
+ * DELETE_PENDING (a stalled link, or wait_ms 0): the completion then
  * settles it in the background. */
 static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int64_t session, int64_t wait_ms)
 {
@@ -552,7 +556,7 @@ static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int6
     while (wait_ms > 0 && !dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
         ;
     int done = dw->done;
-    zrc = done ? dw->rc : ZOPERATIONTIMEOUT;
+    zrc = done ? dw->rc : DELETE_PENDING;
     dw->abandoned = !done;
     pthread_mutex_unlock(&dw->mu);
     if (done)
@@ -591,14 +595,14 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
             zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
                                     (void_completion_t *)ignore_void, NULL);
         zrc = delete_bounded(c, zkr__zh(h), node->path, node->session, wait_ms);
-        if (zrc != ZOPERATIONTIMEOUT && zrc != DELETE_DEFERRED)
+        if (zrc != DELETE_PENDING && zrc != DELETE_DEFERRED)
             zkr__zh_answer(zkr__zh(h), zrc);
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         if (watched)
             zkr__waiters_wake_path(c, node->path);
     }
-    if (zrc == ZOPERATIONTIMEOUT || zrc == DELETE_DEFERRED)
+    if (zrc == DELETE_PENDING || zrc == DELETE_DEFERRED)
         rc = lost ? ZKR_ELOST : ZKR_OK; /* settled later, or in the background */
     else
         rc = delete_settle(c, node->path, node->session, zrc, lost);

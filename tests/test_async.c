@@ -480,6 +480,8 @@ static void test_session_lost(void)
     CU_ASSERT_EQUAL(zkr_lease_return(hl), ZKR_OK);
     CU_ASSERT(pump_until(c, &n, WAIT_MS));
     CU_ASSERT(pump_until(c, &q, WAIT_MS));
+    if (n.rc != ZKR_OK || q.rc != ZKR_OK)
+        fprintf(stderr, "after RECONNECTED: mutex %s, lease %s\n", zkr_err_name(n.rc), zkr_err_name(q.rc));
     CU_ASSERT_EQUAL(n.rc, ZKR_OK);
     CU_ASSERT_EQUAL(q.rc, ZKR_OK);
     release_rec(&n);

@@ -903,6 +903,13 @@ static int64_t ensemble_faults(void)
     return zkt_now_ms();
 }
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void run_invariant_workload(int kind, const char *name, int on_ensemble)
 {
     sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -929,6 +936,49 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
 
     int64_t last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
     zkt_sleep_ms(on_ensemble ? 8000 : 6000); /* everyone must get in again after the last fault */
+
+    /* What the queue looks like now (printed only if a worker is stuck). */
+    int stuck = 0;
+    for (int w = 0; w < WORKERS; w++) {
+        int in = 0;
+        for (int i = 0; i < atomic_load(&sh->nrec) && i < MAX_RECORDS; i++)
+            in |= sh->rec[i].worker == w && sh->rec[i].enter_ms > last_fault;
+        stuck |= !in;
+    }
+    if (stuck && !on_ensemble) {
+        zhandle_t *raw = zkt_raw();
+        struct String_vector sv = {0, NULL};
+        const char *dirs[3] = {p, NULL, NULL};
+        char d1[200], d2[200];
+        if (kind == KIND_SMUTEX || kind == KIND_SEMAPHORE) {
+            snprintf(d1, sizeof d1, "%s/locks", p);
+            snprintf(d2, sizeof d2, "%s/leases", p);
+            dirs[0] = d1;
+            dirs[1] = d2;
+        }
+        for (int d = 0; d < 3 && dirs[d]; d++) {
+            if (zoo_get_children(raw, dirs[d], 0, &sv) != ZOK)
+                continue;
+            fprintf(stderr, "stuck: %s has %d nodes:\n", dirs[d], sv.count);
+            for (int i = 0; i < sv.count; i++) {
+                char full[400];
+                snprintf(full, sizeof full, "%s/%s", dirs[d], sv.data[i]);
+                struct Stat st;
+                memset(&st, 0, sizeof st);
+                zoo_exists(raw, full, 0, &st);
+                fprintf(stderr, "  %s owner 0x%llx created %lld ms before the last fault\n", sv.data[i],
+                        (long long)st.ephemeralOwner, (long long)(wall_ms() - (zkt_now_ms() - last_fault) - st.ctime));
+            }
+            deallocate_String_vector(&sv);
+        }
+        for (int w = 0; w < WORKERS; w++)
+            fprintf(stderr, "  worker %d session 0x%llx holding %d\n", w, (long long)sh->session[w],
+                    atomic_load(&sh->holding[w]));
+        char *wchp = zkt_4lw("wchp");
+        fprintf(stderr, "wchp:\n%s\n", wchp ? wchp : "(none)");
+        free(wchp);
+        zkt_raw_close(raw);
+    }
 
     atomic_store(&sh->stop, 1);
     int exited_ok = 1;
