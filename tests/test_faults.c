@@ -290,6 +290,17 @@ static void test_waiter_session_lost(void)
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     zkt_proxy_stall(px, 1);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
+    if (!atomic_load(&w.done)) {
+        int64_t sid = 0;
+        zkr_client_session(b, &sid, NULL);
+        fprintf(stderr, "waiter still waiting 20 s after the stall began: client %s, session 0x%llx\n",
+                zkr_state_name(zkr_client_state(b)), (long long)sid);
+        /* Where every thread is (gdb is on developer machines; skipped if not). */
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' >&2 2>/dev/null", (int)getpid());
+        if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
+            fprintf(stderr, "(gdb could not attach)\n");
+    }
     int joined = 0;
     if (atomic_load(&w.done)) {
         acq_finish(&w, t);
