@@ -517,21 +517,16 @@ static int on_created(zkr_client_t *c, zkr__aop_t *op, news_t *nw)
  * node to watch), or a code. */
 static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, char **wpath)
 {
-    if (zkr__sort_children(kids->v, kids->n, op->drv->key, op->drv->key_marker) != 0)
-        return ZKR_ENOMEM;
-    long ours = zkr__strvec_find(kids, zkr__path_basename(op->node.path));
-    if (ours < 0) {
+    size_t watch = 0;
+    int d = zkr__queue_decide(op->drv, kids, zkr__path_basename(op->node.path), &watch);
+    if (d == ZKR__DECIDE_GONE) {
         if (op->lsession != op->node.session)
             return ZKR_ESESSIONLOST;
         zkr__track_mark_deleted(c, op->node.track);
         return ZKR_EDELETED;
     }
-    size_t watch = 0;
-    int d = op->drv->decide(op->drv->decide_arg, kids->v, kids->n, (size_t)ours, &watch);
     if (d != 0)
         return d > 0 ? 1 : d;
-    if (watch >= kids->n)
-        return ZKR_EZOOKEEPER;
     *wpath = zkr__path_join(op->dir, kids->v[watch]);
     return *wpath ? 0 : ZKR_ENOMEM;
 }

@@ -622,6 +622,20 @@ void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node)
     node_delete(c, node, 0);
 }
 
+int zkr__queue_decide(const zkr__driver_t *drv, zkr__strvec_t *kids, const char *name, size_t *watch)
+{
+    if (zkr__sort_children(kids->v, kids->n, drv->key, drv->key_marker) != 0)
+        return ZKR_ENOMEM;
+    long ours = zkr__strvec_find(kids, name);
+    if (ours < 0)
+        return ZKR__DECIDE_GONE;
+    *watch = 0;
+    int d = drv->decide(drv->decide_arg, kids->v, kids->n, (size_t)ours, watch);
+    if (d == 0 && *watch >= kids->n)
+        return ZKR_EZOOKEEPER; /* a driver bug, not a server answer */
+    return d;
+}
+
 /* ---- waiting ------------------------------------------------------------------- */
 
 typedef struct queue_step {
@@ -658,30 +672,21 @@ static int queue_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w
             return rc;
     }
     char *wpath = NULL;
-    if (zkr__sort_children(kids.v, kids.n, q->drv->key, q->drv->key_marker) != 0) {
-        rc = ZKR_ENOMEM;
-        goto out;
-    }
-    long ours = zkr__strvec_find(&kids, q->name);
-    if (ours < 0) {
+    size_t watch = 0;
+    int d = zkr__queue_decide(q->drv, &kids, q->name, &watch);
+    if (d == ZKR__DECIDE_GONE) {
         /* We just listed on our node's session, so the session lives:
          * someone else deleted our node. */
         zkr__track_mark_deleted(c, q->track);
         rc = ZKR_EDELETED;
         goto out;
     }
-    size_t watch = 0;
-    int d = q->drv->decide(q->drv->decide_arg, kids.v, kids.n, (size_t)ours, &watch);
     if (d != 0) {
         rc = d > 0 ? ZKR_OK : d;
         goto out;
     }
     if (!can_wait) {
         rc = ZKR_ETIMEDOUT;
-        goto out;
-    }
-    if (watch >= kids.n) {
-        rc = ZKR_EZOOKEEPER; /* a driver bug, not a server answer */
         goto out;
     }
     if (!(wpath = zkr__path_join(q->dir, kids.v[watch])) || zkr__waiter_watching(c, w, wpath) != ZKR_OK) {
@@ -796,17 +801,9 @@ int zkr__prefetch_finish(zkr__prefetch_t *p)
         return -1;
     if (!p->kids.v)
         return 0; /* not listed: the acquire lists */
-    zkr__strvec_t copy;
-    if (zkr__strvec_copy(&copy, p->kids.v, p->kids.n) != 0)
-        return 0;
-    int held = 0;
-    if (zkr__sort_children(copy.v, copy.n, p->drv->key, p->drv->key_marker) == 0) {
-        long ours = zkr__strvec_find(&copy, zkr__path_basename(p->node.path));
-        size_t watch;
-        held = ours >= 0 && p->drv->decide(p->drv->decide_arg, copy.v, copy.n, (size_t)ours, &watch) == 1;
-    }
-    zkr__strvec_free(&copy);
-    return held;
+    /* Sorted in place: the acquire that takes the listing sorts it anyway. */
+    size_t watch;
+    return zkr__queue_decide(p->drv, &p->kids, zkr__path_basename(p->node.path), &watch) == 1;
 }
 
 void zkr__prefetch_offer(zkr__prefetch_t *p)

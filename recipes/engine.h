@@ -29,6 +29,15 @@ typedef struct zkr__driver {
     int next_in_line;
 } zkr__driver_t;
 
+/* Sort the listing `kids` in place with the driver's key and decide for
+ * our node `name`: 1 held; 0 not held (*watch: the index, < kids->n, of
+ * the one node to watch); ZKR__DECIDE_GONE if `name` is not listed;
+ * ZKR_ENOMEM, ZKR_EZOOKEEPER (a driver naming no node), or the driver's
+ * own negative code. */
+#define ZKR__DECIDE_GONE 2
+struct zkr__driver;
+int zkr__queue_decide(const struct zkr__driver *drv, zkr__strvec_t *kids, const char *name, size_t *watch);
+
 /* "first `max` in the order hold it; otherwise watch the node `max` places
  * before ours" (StandardLockInternalsDriver).  arg points to an int max. */
 int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t ours,
