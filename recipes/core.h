@@ -32,6 +32,8 @@ struct zkr__zh {
                                none yet (or none sent: ZOK) */
     int log_slot;           /* constant: its log trampoline (log.c), -1 none */
     struct zkr__zh *next_retired; /* c->mu */
+    pthread_mutex_t req_mu;
+    zkr__req_t *reqs;       /* req_mu: fire-and-forget requests pending */
 };
 
 /* The connection-state machine's memory (pure: see zkr__sm_step). */

@@ -26,6 +26,7 @@ struct zkr__pending_delete {
 };
 
 typedef struct delete_op {
+    zkr__req_t req; /* first */
     zkr_client_t *c;
     const zkr__zh_t *h; /* compared, never followed */
     uint64_t id;
@@ -128,15 +129,22 @@ static zkr__pending_delete_t *settle(const delete_op_t *op, int zrc)
 static void delete_done(int zrc, const void *data)
 {
     delete_op_t *op = (delete_op_t *)data;
+    zkr__req_end(&op->req);
     zkr__pending_delete_t *d = settle(op, zrc);
     if (d)
         delete_free(d);
     free(op);
 }
 
+static void delete_closing(zkr__req_t *r)
+{
+    delete_done(ZCLOSING, r);
+}
+
 static void prefix_list_done(int zrc, const struct String_vector *names, const void *data)
 {
     delete_op_t *op = (delete_op_t *)data;
+    zkr__req_end(&op->req);
     zkr_client_t *c = op->c;
     zkr__pending_delete_t *d = settle(op, zrc);
     if (d && zrc == ZOK && names) {
@@ -157,6 +165,11 @@ static void prefix_list_done(int zrc, const struct String_vector *names, const v
     if (d)
         delete_free(d);
     free(op);
+}
+
+static void prefix_list_closing(zkr__req_t *r)
+{
+    prefix_list_done(ZCLOSING, NULL, r);
 }
 
 int64_t zkr__deletes_run_locked(zkr_client_t *c)
@@ -184,9 +197,11 @@ int64_t zkr__deletes_run_locked(zkr_client_t *c)
         op->h = h;
         op->id = d->id;
         d->inflight = 1;
+        zkr__req_start(h, &op->req, d->prefix ? prefix_list_closing : delete_closing);
         int zrc = d->prefix ? zoo_aget_children(h->zh, d->path, 0, prefix_list_done, op)
                             : zoo_adelete(h->zh, d->path, -1, delete_done, op);
         if (zrc != ZOK) {
+            zkr__req_end(&op->req);
             free(op);
             d->inflight = 0;
             d->retry_at = now + d->backoff;

@@ -439,6 +439,7 @@ static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int
  * all).  If it stops waiting, the completion settles the answer and frees
  * it. */
 typedef struct delete_wait {
+    zkr__req_t req; /* first */
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int done, abandoned, rc;
@@ -457,6 +458,7 @@ static void delete_wait_free(delete_wait_t *dw)
 static void delete_wait_done(int rc, const void *data)
 {
     delete_wait_t *dw = (delete_wait_t *)data;
+    zkr__req_end(&dw->req);
     pthread_mutex_lock(&dw->mu);
     int abandoned = dw->abandoned;
     dw->done = 1;
@@ -468,6 +470,11 @@ static void delete_wait_done(int rc, const void *data)
             delete_settle(dw->c, dw->path, dw->session, rc, 0);
         delete_wait_free(dw);
     }
+}
+
+static void delete_wait_closing(zkr__req_t *r)
+{
+    delete_wait_done(ZCLOSING, r);
 }
 
 /* What delete_bounded returns when it has no answer to give: not
@@ -531,7 +538,7 @@ int zkr__deletes_defer_end(void)
 /* Delete path; the answer if it came within wait_ms, else
  * DELETE_PENDING (a stalled link, or wait_ms 0): the completion then
  * settles it in the background. */
-static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int64_t session, int64_t wait_ms)
+static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int64_t wait_ms)
 {
     size_t len = strlen(path) + 1;
     delete_wait_t *dw = calloc(1, sizeof *dw + len);
@@ -544,8 +551,10 @@ static int delete_bounded(zkr_client_t *c, zhandle_t *zh, const char *path, int6
     dw->c = c;
     dw->session = session;
     memcpy(dw->path, path, len);
-    int zrc = zoo_adelete(zh, path, -1, delete_wait_done, dw);
+    zkr__req_start(h, &dw->req, delete_wait_closing);
+    int zrc = zoo_adelete(zkr__zh(h), path, -1, delete_wait_done, dw);
     if (zrc != ZOK) {
+        zkr__req_end(&dw->req);
         delete_wait_free(dw);
         return zrc;
     }
@@ -594,7 +603,7 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
         if (watched)
             zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
                                     (void_completion_t *)ignore_void, NULL);
-        zrc = delete_bounded(c, zkr__zh(h), node->path, node->session, wait_ms);
+        zrc = delete_bounded(c, h, node->path, node->session, wait_ms);
         if (zrc != DELETE_PENDING && zrc != DELETE_DEFERRED)
             zkr__zh_answer(zkr__zh(h), zrc);
         /* Our own session's waiters on this node lost their watch with

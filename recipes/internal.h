@@ -69,6 +69,28 @@ int zkr__client_get_handle(zkr_client_t *c, zkr__zh_t **h);
 void zkr__client_put_handle(zkr_client_t *c, zkr__zh_t *h);
 zhandle_t *zkr__zh(const zkr__zh_t *h);
 
+/* A request sent without anyone waiting for it: its completion frees its
+ * context.  The C client does not always run the completions still
+ * pending when a handle is closed (its completion thread may stop before
+ * it gets to them), so such a request is registered on its handle from
+ * just before it is sent until its completion runs; zkr__handle_close
+ * runs `closing` (which must run the completion with ZCLOSING) for each
+ * one left once the C client's threads are gone.  Put the zkr__req_t
+ * first in the context. */
+typedef struct zkr__req zkr__req_t;
+struct zkr__req {
+    zkr__req_t *prev, *next;
+    zkr__zh_t *h; /* NULL once answered (or never registered) */
+    void (*closing)(zkr__req_t *r);
+};
+/* Register r on h; call it before the request is sent, since the
+ * completion may run before the send returns. */
+void zkr__req_start(zkr__zh_t *h, zkr__req_t *r, void (*closing)(zkr__req_t *r));
+/* First thing in the completion, and when the send fails. */
+void zkr__req_end(zkr__req_t *r);
+/* Requests registered and not yet answered, over every handle (tests). */
+long zkr__reqs_live(void);
+
 /* The session the handle is (or was last) connected with; 0 if none yet. */
 int64_t zkr__zh_session(zkr_client_t *c, const zkr__zh_t *h);
 /* 1 if `h` is the current handle and connected (CONNECTED/RECONNECTED). */

@@ -89,6 +89,7 @@ static int arm_revoke_watch(zkr_client_t *c, revoke_watch_t *rw)
 }
 
 typedef struct re_arm_op {
+    zkr__req_t req; /* first */
     zkr_client_t *c;
     void *sub; /* the subscription id: the watch may outlive rw */
 } re_arm_op_t;
@@ -97,9 +98,15 @@ static void re_arm_done(int zrc, const char *value, int len, const struct Stat *
 {
     (void)st;
     re_arm_op_t *op = (re_arm_op_t *)data;
+    zkr__req_end(&op->req);
     if (zrc == ZOK && is_revoke_message(value, len))
         zkr__sub_post(op->c, op->sub, REVOKE_ASKED, NULL);
     free(op);
+}
+
+static void re_arm_closing(zkr__req_t *r)
+{
+    re_arm_done(ZCLOSING, NULL, 0, NULL, r);
 }
 
 /* Runs on the client thread, which never waits on the network: the watch
@@ -122,7 +129,10 @@ static void revoke_event(zkr_client_t *c, void *arg, int type, const char *path)
     if (op) {
         op->c = c;
         op->sub = rw->sub;
+        zkr__req_start(h, &op->req, re_arm_closing);
         zrc = zoo_awget(zkr__zh(h), rw->path, zkr__sub_watcher(), rw->sub, re_arm_done, op);
+        if (zrc != ZOK)
+            zkr__req_end(&op->req);
     }
     zkr__client_put_handle(c, h);
     if (zrc != ZOK) {

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,10 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
     h->c = c;
     h->gen = gen;
     h->refs = 1;
+    if (pthread_mutex_init(&h->req_mu, NULL) != 0) {
+        free(h);
+        return ZKR_ENOMEM;
+    }
     int flags = c->allow_read_only ? ZOO_READONLY : 0;
     log_callback_fn logf = zkr__log_slot_take(c, &h->log_slot);
     errno = 0;
@@ -71,6 +76,7 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
     if (!h->zh) {
         int e = errno;
         zkr__log_slot_give(h->log_slot);
+        pthread_mutex_destroy(&h->req_mu);
         free(h);
         return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
     }
@@ -84,6 +90,7 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         if (rc != ZOK) {
             zookeeper_close(h->zh);
             zkr__log_slot_give(h->log_slot);
+            pthread_mutex_destroy(&h->req_mu);
             free(h);
             return zkr__zk_error(rc);
         }
@@ -92,10 +99,57 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
     return ZKR_OK;
 }
 
+static atomic_long reqs_live;
+
+void zkr__req_start(zkr__zh_t *h, zkr__req_t *r, void (*closing)(zkr__req_t *r))
+{
+    r->h = h;
+    r->closing = closing;
+    r->prev = NULL;
+    pthread_mutex_lock(&h->req_mu);
+    r->next = h->reqs;
+    if (h->reqs)
+        h->reqs->prev = r;
+    h->reqs = r;
+    pthread_mutex_unlock(&h->req_mu);
+    atomic_fetch_add(&reqs_live, 1);
+}
+
+void zkr__req_end(zkr__req_t *r)
+{
+    zkr__zh_t *h = r->h;
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->req_mu);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        h->reqs = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    r->h = NULL;
+    pthread_mutex_unlock(&h->req_mu);
+    atomic_fetch_sub(&reqs_live, 1);
+}
+
+long zkr__reqs_live(void)
+{
+    return atomic_load(&reqs_live);
+}
+
 void zkr__handle_close(zkr__zh_t *h)
 {
     if (h->zh)
         zookeeper_close(h->zh); /* its last log line comes before it returns */
+    /* The C client's threads are gone: whatever it left unanswered is
+     * answered here, so that every context is freed and every waiter
+     * told. */
+    while (h->reqs) {
+        zkr__req_t *r = h->reqs;
+        zkr__req_end(r);
+        r->closing(r);
+    }
+    pthread_mutex_destroy(&h->req_mu);
     zkr__log_slot_give(h->log_slot);
     free(h);
 }

@@ -40,6 +40,7 @@ struct zkr__track {
 };
 
 typedef struct verify_op {
+    zkr__req_t req; /* first */
     zkr_client_t *c;
     const zkr__zh_t *h; /* compared, never followed */
     uint64_t id;
@@ -102,6 +103,7 @@ static void self_watch_fn(zhandle_t *zh, int type, int state, const char *path, 
 }
 
 typedef struct self_op {
+    zkr__req_t req; /* first */
     zkr_client_t *c;
     const zkr__zh_t *h; /* compared, never followed */
     uint64_t id;
@@ -112,6 +114,7 @@ static void self_watch_done(int rc, const char *value, int len, const struct Sta
     (void)value;
     (void)len;
     self_op_t *op = (self_op_t *)data;
+    zkr__req_end(&op->req);
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
@@ -122,6 +125,11 @@ static void self_watch_done(int rc, const char *value, int len, const struct Sta
         deleted_locked(c, t); /* deleted and made again by someone else */
     pthread_mutex_unlock(&c->mu);
     free(op);
+}
+
+static void self_watch_closing(zkr__req_t *r)
+{
+    self_watch_done(ZCLOSING, NULL, 0, NULL, r);
 }
 
 int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__track_t **out)
@@ -164,7 +172,10 @@ static void self_watch_send_locked(zkr_client_t *c, zkr__track_t *t)
         op->c = c;
         op->h = c->cur;
         op->id = t->id;
+        zkr__req_start(c->cur, &op->req, self_watch_closing);
         zrc = zoo_awget(c->cur->zh, t->path, self_watch_fn, (void *)(uintptr_t)t->id, self_watch_done, op);
+        if (zrc != ZOK)
+            zkr__req_end(&op->req);
     }
     if (zrc != ZOK) {
         free(op);
@@ -268,6 +279,7 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watche
 static void verify_done(int rc, const struct Stat *st, const void *data)
 {
     verify_op_t *op = (verify_op_t *)data;
+    zkr__req_end(&op->req);
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
@@ -291,6 +303,11 @@ static void verify_done(int rc, const struct Stat *st, const void *data)
     free(op);
 }
 
+static void verify_closing(zkr__req_t *r)
+{
+    verify_done(ZCLOSING, NULL, r);
+}
+
 /* Ask the server whether t's node is still ours.  c->mu held (the call
  * only queues the request). */
 static void verify_send_locked(zkr_client_t *c, zkr__track_t *t)
@@ -302,7 +319,10 @@ static void verify_send_locked(zkr_client_t *c, zkr__track_t *t)
         op->h = c->cur;
         op->id = t->id;
         op->epoch = c->track_epoch;
+        zkr__req_start(c->cur, &op->req, verify_closing);
         zrc = zoo_aexists(c->cur->zh, t->path, 0, verify_done, op);
+        if (zrc != ZOK)
+            zkr__req_end(&op->req);
     }
     if (zrc != ZOK) {
         free(op);

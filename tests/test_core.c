@@ -153,6 +153,99 @@ static void test_release_racing_close(void)
     zkt_raw_close(zh);
 }
 
+/* ---- 2b: requests still pending when the client closes are answered ----------------- */
+
+/* The C client may stop its completion thread before it runs the
+ * completions it answers ZCLOSING at close; the library answers those
+ * itself, so no context of a request sent without a waiter (a delete not
+ * waited for, a self watch, a background delete) outlives the close. */
+#define PENDING_ROUNDS 30
+#define PENDING_THREADS 6
+
+typedef struct cycler {
+    zkr_client_t *c;
+    char path[160];
+    atomic_int cycles;
+} cycler_t;
+
+static void *cycler_main(void *arg)
+{
+    cycler_t *cy = arg;
+    zkr_semaphore_mutex_t *sm = NULL;
+    if (zkr_semaphore_mutex_new(&sm, cy->c, cy->path) != ZKR_OK)
+        return NULL;
+    for (int i = 0; i < 100000 && zkr_semaphore_mutex_acquire(sm, 10000) == ZKR_OK; i++) {
+        atomic_fetch_add(&cy->cycles, 1);
+        if (zkr_semaphore_mutex_release(sm) != ZKR_OK)
+            break;
+    }
+    zkr_semaphore_mutex_free(sm);
+    return NULL;
+}
+
+static int all_cycling(cycler_t *cy)
+{
+    for (int i = 0; i < PENDING_THREADS; i++)
+        if (atomic_load(&cy[i].cycles) == 0)
+            return 0;
+    return 1;
+}
+
+static void test_pending_at_close(void)
+{
+    char base[128];
+    zkt_path("pending-close", base, sizeof base);
+    long left = 0;
+    int rounds = 0, acquired = 0;
+    /* Busy rounds: threads take and give back semaphore mutexes (each
+     * acquire deletes its locks/ node without waiting) while the client
+     * closes, so the C client's completion thread is busy at the close. */
+    for (int round = 0; round < PENDING_ROUNDS; round++, rounds++) {
+        zkr_client_t *c = zkt_client_at(zkt_hosts(), SESSION_MS);
+        cycler_t cy[PENDING_THREADS];
+        pthread_t t[PENDING_THREADS];
+        for (int i = 0; i < PENDING_THREADS; i++) {
+            cy[i].c = c;
+            atomic_init(&cy[i].cycles, 0);
+            snprintf(cy[i].path, sizeof cy[i].path, "%s/%d", base, i);
+            CU_ASSERT_FATAL(pthread_create(&t[i], NULL, cycler_main, &cy[i]) == 0);
+        }
+        for (int k = 0; k < 500 && !all_cycling(cy); k++)
+            zkt_sleep_ms(10);
+        zkt_sleep_ms(round % 7);
+        CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+        for (int i = 0; i < PENDING_THREADS; i++) {
+            pthread_join(t[i], NULL);
+            acquired += atomic_load(&cy[i].cycles) > 0;
+        }
+        left += zkr__reqs_live();
+    }
+    /* Stalled rounds: the self watches and the delete are sent into a
+     * link that never answers, so they are pending when close comes. */
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    for (int round = 0; round < 2; round++, rounds++) {
+        zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+        zkr_mutex_t *m = NULL;
+        char mpath[160];
+        snprintf(mpath, sizeof mpath, "%s/m", base);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, mpath), ZKR_OK);
+        acquired += zkr_mutex_acquire(m, 10000) == ZKR_OK;
+        zkt_proxy_stall(px, 1);
+        /* the self watch goes out after ZKR__SELF_WATCH_DELAY_MS */
+        zkt_sleep_ms(3 * ZKR__SELF_WATCH_DELAY_MS);
+        CU_ASSERT_TRUE(zkr__reqs_live() > 0); /* the stall holds it */
+        CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+        zkt_proxy_stall(px, 0);
+        zkr_mutex_free(m);
+        left += zkr__reqs_live();
+    }
+    zkt_proxy_stop(px);
+    printf("\n    %d closes: %ld request contexts left after them ", rounds, left);
+    CU_ASSERT_EQUAL(acquired, PENDING_ROUNDS * PENDING_THREADS + 2);
+    CU_ASSERT_EQUAL(left, 0);
+}
+
 /* ---- 3: a stall right after RECONNECTED does not hold up the client thread --------- */
 
 typedef struct stall_rec {
@@ -576,6 +669,7 @@ static void add_suites(void)
     CU_add_test(s, "a hold granted while the connection is down: its listener is told, every kind",
                 test_grant_while_down);
     CU_add_test(s, "releases and frees racing zkr_client_close", test_release_racing_close);
+    CU_add_test(s, "requests pending at close are answered: no context outlives it", test_pending_at_close);
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
 }
