@@ -834,14 +834,8 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
     free(p);
 }
 
-/* The node offered for this very queue, if any (taken: the caller owns it). */
-static int take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
-                        zkr__strvec_t *kids)
+int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids)
 {
-    zkr__prefetch_t *p = offered;
-    if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
-        return 0;
-    offered = NULL;
     if (zkr__prefetch_finish(p) < 0)
         return 0;
     *out = p->node;
@@ -850,6 +844,17 @@ static int take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *d
     p->kids.v = NULL;
     p->kids.n = 0;
     return 1;
+}
+
+/* The node offered for this very queue, if any (taken: the caller owns it). */
+static int take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
+                        zkr__strvec_t *kids)
+{
+    zkr__prefetch_t *p = offered;
+    if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
+        return 0;
+    offered = NULL;
+    return zkr__prefetch_take(p, out, kids);
 }
 
 int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, const char *data,

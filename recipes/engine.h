@@ -126,6 +126,10 @@ zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr
 int zkr__prefetch_finish(zkr__prefetch_t *p);
 void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);
+/* Take p's node and its listing (kids: {NULL, 0} if it was not listed)
+ * without an acquire: 1 if taken (the caller owns both), 0 if p has no
+ * node. */
+int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids);
 
 /* Full acquire: create our node and wait until the driver says it is held,
  * or the deadline.  Returns ZKR_OK (out filled), ZKR_ETIMEDOUT, ZKR_ECLOSED,

@@ -2,6 +2,7 @@
  * mutex built on it (InterProcessSemaphoreMutex). */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ struct zkr_semaphore {
     char *leases_dir;
     int max_fixed;
     char *count_path; /* NULL: max_fixed applies */
+    atomic_int speculate; /* last acquire found locks/ free at once */
     pthread_mutex_t mu;
     zkr__hold_listener_t hold;
 };
@@ -65,6 +67,7 @@ static int sem_make(zkr_semaphore_t **out, zkr_client_t *c, const char *path, in
     }
     s->c = c;
     s->max_fixed = max;
+    atomic_init(&s->speculate, 1);
     s->locks_dir = zkr__path_join(path, "locks");
     s->leases_dir = zkr__path_join(path, "leases");
     if (count_path)
@@ -176,9 +179,36 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
         return rc;
     }
     l->c = c;
+    /* With a fixed count, the locks/ node's create and listing go out
+     * together and, if the last acquire found locks/ free, so do our
+     * lease's create and the leases' listing, behind them: ZooKeeper
+     * answers a session's requests in order, so if that locks/ listing
+     * shows our node first, the lease was made while we held locks/,
+     * exactly as if we had waited (Curator's order), and there is room
+     * if the leases' listing counts at most max.  If locks/ is not ours
+     * yet, the lease made too soon is deleted at once: leases made
+     * without locks/ must not stand, or a locks/ holder waiting for room
+     * could wait for us while we wait for it. */
+    zkr__prefetch_t *lp = NULL, *sp = NULL;
+    if (!s->count_path) {
+        lp = zkr__prefetch_start(c, s->locks_dir, &zkr__lock_driver);
+        if (lp && atomic_load(&s->speculate))
+            sp = zkr__prefetch_start(c, s->leases_dir, &lease_driver);
+        if (lp) {
+            int free_at_once = zkr__prefetch_finish(lp) == 1;
+            atomic_store(&s->speculate, free_at_once);
+            if (!free_at_once) {
+                zkr__prefetch_free(sp); /* withdrawn before we wait */
+                sp = NULL;
+            }
+            zkr__prefetch_offer(lp);
+        }
+    }
     zkr__node_t lock;
     rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
+    zkr__prefetch_free(lp);
     if (rc != ZKR_OK) {
+        zkr__prefetch_free(sp);
         zkr__client_release(c);
         free(l);
         return rc;
@@ -186,8 +216,12 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     /* With a fixed count, the leases are listed right behind our lease's
      * create: if there is room, that one round trip decides. */
     zkr__strvec_t kids = {NULL, 0};
-    rc = zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
-                          &l->node, s->count_path ? NULL : &kids);
+    if (sp && zkr__prefetch_take(sp, &l->node, &kids))
+        rc = ZKR_OK;
+    else
+        rc = zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
+                              &l->node, s->count_path ? NULL : &kids);
+    zkr__prefetch_free(sp);
     if (rc == ZKR_OK) {
         if (!(kids.v && kids.n <= (size_t)s->max_fixed &&
               zkr__strvec_find(&kids, zkr__path_basename(l->node.path)) >= 0))

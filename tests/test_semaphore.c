@@ -557,6 +557,84 @@ static void test_no_orphans(void)
     zkt_raw_close(zh);
 }
 
+/* ---- a lease made ahead of locks/ is withdrawn while another holds locks/ ----------------- */
+
+typedef struct spec_worker {
+    pthread_t tid;
+    zkr_semaphore_t *s;
+    zkr_lease_t *lease;
+    int rc;
+} spec_worker_t;
+
+static void *spec_worker_main(void *arg)
+{
+    spec_worker_t *w = arg;
+    w->rc = zkr_semaphore_acquire(w->s, 10000, &w->lease);
+    return NULL;
+}
+
+/* The acquire sends its lease's create behind the locks/ node's when the
+ * last acquire found locks/ free.  If locks/ turns out to be held (here by
+ * a node another session made, as a Curator process holding locks/ would),
+ * that lease must not stand while we wait: the locks/ holder counts the
+ * leases to know whether it has room. */
+static void test_speculative_lease_withdrawn(void)
+{
+    char path[256], node[400], made[400];
+    zkt_path("semspec", path, sizeof path);
+    sem_dirs_t d;
+    dirs_of(&d, path);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *ch = zkt_client(SESSION_MS), *cb = zkt_client(SESSION_MS);
+    zkr_semaphore_t *h = new_sem(ch, path, 1);
+    zkr_lease_t *lh = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(h, 5000, &lh), ZKR_OK); /* lease-0000000000 */
+    /* Another session holds locks/. */
+    snprintf(node, sizeof node, "%s/_c_00000000-0000-4000-8000-000000000000-lock-", d.locks);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, made,
+                                     sizeof made),
+                          ZOK);
+    spec_worker_t w = {.s = new_sem(cb, path, 1)};
+    CU_ASSERT_FATAL(pthread_create(&w.tid, NULL, spec_worker_main, &w) == 0);
+    /* While it waits for locks/, only the holder's lease stands. */
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 2);
+    /* locks/ comes free and the lease goes back: the waiter gets in, with
+     * a new lease made under locks/. */
+    CU_ASSERT_EQUAL(zkr_lease_return(lh), ZKR_OK);
+    CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
+    pthread_join(w.tid, NULL);
+    CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    if (w.rc == ZKR_OK) {
+        const char *lp = zkr_lease_path(w.lease);
+        /* 0 was the holder's; 1 the lease made ahead and withdrawn */
+        CU_ASSERT_TRUE(strlen(lp) > 10 && strcmp(lp + strlen(lp) - 10, "0000000002") == 0);
+        const char *held[1] = {lp};
+        CU_ASSERT(children_are(zh, d.leases, held, 1));
+        CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+        CU_ASSERT_EQUAL(zkr_lease_return(w.lease), ZKR_OK);
+    }
+    /* Uncontended now: the next acquire makes its lease ahead again and
+     * keeps it (one lease number used, none withdrawn). */
+    zkr_lease_t *l = NULL;
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(w.s, 5000, &l), ZKR_OK); /* locks/ free: speculate next time */
+    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_acquire(w.s, 5000, &l), ZKR_OK);
+    if (l) {
+        const char *lp = zkr_lease_path(l);
+        CU_ASSERT_TRUE(strlen(lp) > 10 && strcmp(lp + strlen(lp) - 10, "0000000004") == 0);
+        CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    }
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 0);
+    zkr_semaphore_free(w.s);
+    zkr_semaphore_free(h);
+    zkr_client_close(cb);
+    zkr_client_close(ch);
+    zkt_raw_close(zh);
+}
+
 /* ---- only the locks/ holder watches the leases ------------------------------------------------------ */
 
 #define NH_WAITERS 4
@@ -859,6 +937,8 @@ static void add_suites(void)
     CU_add_test(s, "shared count: raising it admits a waiter; bad and missing node", test_shared_count);
     CU_add_test(s, "timeouts 0 and 100 ms leave no orphan lease", test_no_orphans);
     CU_add_test(s, "only the locks/ holder watches the leases", test_no_herd);
+    CU_add_test(s, "a lease made ahead of locks/ is withdrawn while another holds locks/",
+                test_speculative_lease_withdrawn);
     CU_add_test(s, "semaphore mutex: not reentrant, any thread releases, tokens", test_semaphore_mutex);
     CU_add_test(s, "holder SIGKILLed: its lease goes with its session", test_killed_holder);
     CU_add_test(s, "never more than max holders under stress", test_max_holders);
