@@ -33,6 +33,7 @@ struct zkr__zh {
     int log_slot;           /* constant: its log trampoline (log.c), -1 none */
     struct zkr__zh *next_retired; /* c->mu */
     pthread_mutex_t req_mu;
+    pthread_cond_t req_cond; /* signalled when reqs becomes empty */
     zkr__req_t *reqs;       /* req_mu: fire-and-forget requests pending */
 };
 

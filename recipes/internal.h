@@ -88,6 +88,9 @@ struct zkr__req {
 void zkr__req_start(zkr__zh_t *h, zkr__req_t *r, void (*closing)(zkr__req_t *r));
 /* First thing in the completion, and when the send fails. */
 void zkr__req_end(zkr__req_t *r);
+/* How long closing a connected handle waits for the answers to its
+ * registered requests before it closes anyway. */
+#define ZKR__CLOSE_DRAIN_MS 1000
 /* Requests registered and not yet answered, over every handle (tests). */
 long zkr__reqs_live(void);
 

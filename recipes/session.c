@@ -69,6 +69,11 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         free(h);
         return ZKR_ENOMEM;
     }
+    if (zkr__cond_init(&h->req_cond) != 0) {
+        pthread_mutex_destroy(&h->req_mu);
+        free(h);
+        return ZKR_ENOMEM;
+    }
     int flags = c->allow_read_only ? ZOO_READONLY : 0;
     log_callback_fn logf = zkr__log_slot_take(c, &h->log_slot);
     errno = 0;
@@ -76,6 +81,7 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
     if (!h->zh) {
         int e = errno;
         zkr__log_slot_give(h->log_slot);
+        pthread_cond_destroy(&h->req_cond);
         pthread_mutex_destroy(&h->req_mu);
         free(h);
         return e == ENOMEM ? ZKR_ENOMEM : (e == EINVAL ? ZKR_EINVAL : ZKR_EZOOKEEPER);
@@ -90,6 +96,7 @@ int zkr__handle_new(zkr_client_t *c, unsigned gen, zkr__zh_t **out)
         if (rc != ZOK) {
             zookeeper_close(h->zh);
             zkr__log_slot_give(h->log_slot);
+            pthread_cond_destroy(&h->req_cond);
             pthread_mutex_destroy(&h->req_mu);
             free(h);
             return zkr__zk_error(rc);
@@ -128,6 +135,8 @@ void zkr__req_end(zkr__req_t *r)
     if (r->next)
         r->next->prev = r->prev;
     r->h = NULL;
+    if (!h->reqs)
+        pthread_cond_broadcast(&h->req_cond);
     pthread_mutex_unlock(&h->req_mu);
     atomic_fetch_sub(&reqs_live, 1);
 }
@@ -139,6 +148,15 @@ long zkr__reqs_live(void)
 
 void zkr__handle_close(zkr__zh_t *h)
 {
+    /* Let the answers in flight come first: the C client itself leaks the
+     * requests it has not answered when it closes (see zkr__req_t).  On a
+     * live link that takes a round trip; a stalled one gets a bound. */
+    int64_t deadline = zkr__deadline(ZKR__CLOSE_DRAIN_MS);
+    pthread_mutex_lock(&h->req_mu);
+    while (h->reqs && h->zh && zoo_state(h->zh) == ZOO_CONNECTED_STATE &&
+           zkr__cond_wait_until(&h->req_cond, &h->req_mu, deadline) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&h->req_mu);
     if (h->zh)
         zookeeper_close(h->zh); /* its last log line comes before it returns */
     /* The C client's threads are gone: whatever it left unanswered is
@@ -149,6 +167,7 @@ void zkr__handle_close(zkr__zh_t *h)
         zkr__req_end(r);
         r->closing(r);
     }
+    pthread_cond_destroy(&h->req_cond);
     pthread_mutex_destroy(&h->req_mu);
     zkr__log_slot_give(h->log_slot);
     free(h);

@@ -235,6 +235,10 @@ ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void
  * nodes went with the session; queries such as *_is_held report what they
  * knew), and *_free only frees memory; the client's own memory is freed
  * when it and every object made on it are.  Call it once per client.
+ * On a connected link it first lets the answers to requests still in
+ * flight arrive (a delete sent without waiting, say): at most 1 s if the
+ * link has stalled.  Then the C client waits (up to 1.5 s) for the server
+ * to confirm the close.
  * Returns:
  *   ZKR_OK       closed (also for NULL, a no-op)
  *   ZKR_EDEADLK  called from a listener, hold listener or revocation
