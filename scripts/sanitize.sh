@@ -29,6 +29,7 @@ autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed" >&2; exit 1; }
     LDFLAGS="$flags" >/dev/null || { echo "configure failed" >&2; exit 1; }
 make -j2 >/dev/null || { echo "build failed" >&2; exit 1; }
 
+export ZKR_SANITIZER=$kind
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=98"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=97"
 # libzookeeper_mt is not instrumented: its own threads' accesses are

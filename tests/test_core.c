@@ -226,6 +226,19 @@ static void *cycler_main(void *arg)
     return NULL;
 }
 
+typedef struct unstall {
+    zkt_proxy_t *px;
+    int after_ms;
+} unstall_t;
+
+static void *unstall_main(void *arg)
+{
+    unstall_t *u = arg;
+    zkt_sleep_ms(u->after_ms);
+    zkt_proxy_stall(u->px, 0);
+    return NULL;
+}
+
 static int all_cycling(cycler_t *cy)
 {
     for (int i = 0; i < PENDING_THREADS; i++)
@@ -263,11 +276,17 @@ static void test_pending_at_close(void)
         }
         left += zkr__reqs_live();
     }
-    /* Stalled rounds: the self watches and the delete are sent into a
-     * link that never answers, so they are pending when close comes. */
+    /* Stalled rounds: the self watch is sent into a link that does not
+     * answer, so it is pending when close comes.  In the first the link
+     * comes back while close waits, and close lets the answer in; in the
+     * second it never does, and the library answers the request itself.
+     * The C client leaks its own record of a request it never answered,
+     * so under a leak checker (ZKR_SANITIZER) the second is skipped. */
+    int never = getenv("ZKR_SANITIZER") ? 0 : 1;
     zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
-    for (int round = 0; round < 2; round++, rounds++) {
+    int64_t waited[2] = {-1, -1};
+    for (int round = 0; round < 1 + never; round++, rounds++) {
         zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
         zkr_mutex_t *m = NULL;
         char mpath[160];
@@ -278,14 +297,26 @@ static void test_pending_at_close(void)
         /* the self watch goes out after ZKR__SELF_WATCH_DELAY_MS */
         zkt_sleep_ms(3 * ZKR__SELF_WATCH_DELAY_MS);
         CU_ASSERT_TRUE(zkr__reqs_live() > 0); /* the stall holds it */
+        pthread_t un;
+        unstall_t u = {px, 300};
+        if (round == 0)
+            CU_ASSERT_FATAL(pthread_create(&un, NULL, unstall_main, &u) == 0);
+        int64_t t0 = zkt_now_ms();
         CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+        waited[round] = zkt_now_ms() - t0;
+        if (round == 0)
+            pthread_join(un, NULL);
         zkt_proxy_stall(px, 0);
         zkr_mutex_free(m);
         left += zkr__reqs_live();
     }
+    printf("\n    close with an answer pending: %lld ms (link back after 300 ms), %lld ms (never back%s) ",
+           (long long)waited[0], (long long)waited[1], never ? "" : ": skipped under a sanitizer");
+    /* the first close waited for the link, not for its whole bound */
+    CU_ASSERT_TRUE(waited[0] >= 250 && waited[0] < ZKR__CLOSE_DRAIN_MS + 2000);
     zkt_proxy_stop(px);
     printf("\n    %d closes: %ld request contexts left after them ", rounds, left);
-    CU_ASSERT_EQUAL(acquired, PENDING_ROUNDS * PENDING_THREADS + 2);
+    CU_ASSERT_EQUAL(acquired, PENDING_ROUNDS * PENDING_THREADS + 1 + never);
     CU_ASSERT_EQUAL(left, 0);
 }
 
