@@ -26,6 +26,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -90,6 +91,8 @@ struct zkr__aop {
     int in_ready;
     const void *owner;
     int inflight;              /* requests whose completion has not run */
+    int create_inflight;       /* the create is one of them */
+    zkr__req_t req;            /* registered on h while inflight > 0 */
     news_t nw;
     const zkr__zh_t *h;        /* handle of the last requests: compared, never followed */
     int cancel;
@@ -211,6 +214,40 @@ static void finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc, void *result)
 
 /* ---- completions and watches (ZooKeeper's completion thread) ------------------- */
 
+/* One of op's requests is answered.  c->mu held. */
+static void answered_locked(zkr__aop_t *op)
+{
+    if (--op->inflight == 0)
+        zkr__req_end(&op->req);
+}
+
+/* After op's sends: nothing in flight, nothing registered.  c->mu held. */
+static void sent_locked(zkr__aop_t *op)
+{
+    if (op->inflight == 0)
+        zkr__req_end(&op->req);
+}
+
+/* The handle closed with op's requests unanswered (zkr__req_t): as if they
+ * had all been answered ZCLOSING. */
+static void op_closing(zkr__req_t *r)
+{
+    zkr__aop_t *op = (zkr__aop_t *)(void *)((char *)r - offsetof(zkr__aop_t, req));
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    if (op->inflight > 0) {
+        op->inflight = 0;
+        if (op->create_inflight) {
+            op->create_inflight = 0;
+            op->nw.created = 1;
+            op->nw.create_rc = ZCLOSING;
+        }
+        op->nw.look = 1;
+        ready_locked(c, op);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
@@ -218,7 +255,8 @@ static void create_done(int rc, const char *value, const struct Stat *st, const 
     char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->inflight--;
+    op->create_inflight = 0;
+    answered_locked(op);
     op->nw.created = 1;
     op->nw.create_rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
     op->nw.path = copy;
@@ -237,7 +275,7 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
         rc = ZSYSTEMERROR;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->inflight--;
+    answered_locked(op);
     zkr__strvec_free(&op->nw.kids);
     op->nw.listed = 1;
     op->nw.list_rc = rc;
@@ -256,7 +294,7 @@ static void count_done(int rc, const char *value, int len, const struct Stat *st
         rc = 1; /* not a ZooKeeper code: bad data */
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->inflight--;
+    answered_locked(op);
     op->nw.counted = 1;
     op->nw.count_rc = rc;
     op->nw.count = v;
@@ -273,7 +311,7 @@ static void wset_done(int rc, const char *value, int len, const struct Stat *st,
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->inflight--;
+    answered_locked(op);
     op->nw.wset = 1;
     op->nw.wset_rc = rc;
     ready_locked(c, op);
@@ -287,7 +325,7 @@ static void parent_done(int rc, const char *value, const void *data)
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->inflight--;
+    answered_locked(op);
     op->nw.parents = 1;
     if (rc != ZOK && rc != ZNODEEXISTS && op->nw.parents_rc == ZOK)
         op->nw.parents_rc = rc;
@@ -321,6 +359,8 @@ static zhandle_t *current_locked(zkr_client_t *c, zkr__aop_t *op)
     if (!c->cur || c->closing)
         return NULL;
     op->h = c->cur;
+    if (!op->req.h) /* every request in flight goes on one handle */
+        zkr__req_start(c->cur, &op->req, op_closing);
     return c->cur->zh;
 }
 
@@ -377,10 +417,12 @@ static void send_create_locked(zkr_client_t *c, zkr__aop_t *op, const char *path
         op->nw.created = 1;
         op->nw.create_rc = zrc;
         op->nw.create_local = 1;
+        sent_locked(op);
         ready_locked(c, op);
         return;
     }
     op->inflight++;
+    op->create_inflight = 1;
     op->phase = PH_CREATE;
     /* The listing right behind the create (one session's requests are
      * answered in order): it already shows our node. */
@@ -391,6 +433,7 @@ static void send_create_locked(zkr_client_t *c, zkr__aop_t *op, const char *path
         if (zoo_aget_children(zh, op->dir, 0, list_done, op) == ZOK)
             op->inflight++;
     }
+    sent_locked(op);
     if (op->inflight == 0)
         ready_locked(c, op);
 }
@@ -413,6 +456,7 @@ static void send_look_locked(zkr_client_t *c, zkr__aop_t *op)
             op->nw.list_rc = zrc;
         }
     }
+    sent_locked(op);
     if (op->inflight == 0)
         ready_locked(c, op);
 }
@@ -431,6 +475,7 @@ static void send_parents_locked(zkr_client_t *c, zkr__aop_t *op, char *dir)
         dir[i] = saved;
     }
     op->nw.parents = 1; /* also when nothing could be sent: look again */
+    sent_locked(op);
     if (op->inflight == 0)
         ready_locked(c, op);
 }
@@ -713,6 +758,7 @@ static void step(zkr_client_t *c, zkr__aop_t *op)
             } else {
                 op->nw.wset = 1;
                 op->nw.wset_rc = zrc;
+                sent_locked(op);
                 ready_locked(c, op);
             }
             pthread_mutex_unlock(&c->mu);

@@ -194,6 +194,12 @@ static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
     for (size_t i = 0; i < ml->n; i++) {
         zkr__async_target_t t;
         kinds[i] = part_kind(ml->parts[i], &t);
+        /* The same lock again (a mutex re-entered, or the read part of a
+         * write part before it: a downgrade) is granted at once by the
+         * earlier part, on a node of its own: nothing to send ahead. */
+        for (size_t j = 0; j < i && kinds[i] == PART_QUEUE; j++)
+            if (ml->parts[j].obj == ml->parts[i].obj)
+                kinds[i] = PART_REENTER;
         if (kinds[i] == PART_QUEUE)
             pf[i] = zkr__prefetch_start(t.c, t.dir, t.drv);
     }

@@ -216,11 +216,19 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     /* With a fixed count, the leases are listed right behind our lease's
      * create: if there is room, that one round trip decides. */
     zkr__strvec_t kids = {NULL, 0};
-    if (sp && zkr__prefetch_take(sp, &l->node, &kids))
-        rc = ZKR_OK;
-    else
-        rc = zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
-                              &l->node, s->count_path ? NULL : &kids);
+    int made = 0;
+    if (sp && zkr__prefetch_take(sp, &l->node, &kids)) {
+        /* Ordered behind the locks/ listing only on the same session
+         * (a rebuild between the two sends would break that). */
+        made = l->node.session == lock.session;
+        if (!made) {
+            zkr__node_delete_nowait(c, &l->node);
+            zkr__strvec_free(&kids);
+        }
+    }
+    rc = made ? ZKR_OK
+              : zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
+                                 &l->node, s->count_path ? NULL : &kids);
     zkr__prefetch_free(sp);
     if (rc == ZKR_OK) {
         if (!(kids.v && kids.n <= (size_t)s->max_fixed &&

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "recipes/core.h"
+#include "zkr/async.h"
 #include "recipes/engine.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
@@ -110,6 +111,8 @@ static void *racer_main(void *arg)
 typedef struct race_dirs {
     zhandle_t *zh;
     const char *base;
+    const int64_t *closed; /* the sessions of the clients closed */
+    int n_closed;
 } race_dirs_t;
 
 /* The mutex and write lock directories, the semaphores' locks/ and
@@ -132,8 +135,11 @@ static int race_dirs_empty(void *arg)
     return 1;
 }
 
-static void race_dirs_print(const race_dirs_t *rd)
+/* Print what is left; returns how many of those nodes belong to a session
+ * other than the closed clients' (a node made where it should not be). */
+static int race_dirs_print(const race_dirs_t *rd)
 {
+    int strangers = 0;
     for (int k = 0; k < 6; k++) {
         char p[200];
         race_dir(rd, k, p, sizeof p);
@@ -145,11 +151,18 @@ static void race_dirs_print(const race_dirs_t *rd)
             struct Stat st;
             snprintf(full, sizeof full, "%s/%s", p, sv.data[i]);
             int zrc = zoo_exists(rd->zh, full, 0, &st);
-            printf("\n    left after close: %s (owner 0x%llx, %s) ", full,
-                   zrc == ZOK ? (unsigned long long)st.ephemeralOwner : 0ULL, zerror(zrc));
+            if (zrc != ZOK)
+                continue; /* gone meanwhile */
+            int known = 0;
+            for (int j = 0; j < rd->n_closed; j++)
+                known |= rd->closed[j] == st.ephemeralOwner;
+            strangers += !known;
+            printf("\n    left after close: %s (owner 0x%llx: %s) ", full, (unsigned long long)st.ephemeralOwner,
+                   known ? "a closed client's session, not yet ended" : "NOT a closed client's session");
         }
         deallocate_String_vector(&sv);
     }
+    return strangers;
 }
 
 static void test_release_racing_close(void)
@@ -158,8 +171,10 @@ static void test_release_racing_close(void)
     char base[128];
     zkt_path("race-close", base, sizeof base);
     int bad = 0;
+    int64_t closed[RACE_ROUNDS] = {0};
     for (int round = 0; round < RACE_ROUNDS; round++) {
         zkr_client_t *c = zkt_client_at(zkt_hosts(), SESSION_MS);
+        CU_ASSERT_EQUAL(zkr_client_session(c, &closed[round], NULL), ZKR_OK);
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, RACERS + 1);
         char paths[RACERS][160];
@@ -186,11 +201,13 @@ static void test_release_racing_close(void)
     /* Nothing left: the mutex and write lock directories are empty, and so
      * are the semaphores' locks/ and leases/.  Closing a session deletes
      * its nodes; but the C client waits only 1.5 s for the server to
-     * confirm the close, so on a loaded machine a node may stay until its
-     * session expires: say so, and allow that long. */
-    race_dirs_t rd = {zh, base};
+     * confirm the close, so on a loaded machine a closed client's node may
+     * stay a little longer (until the server gets to the close, at the
+     * latest until the session expires): say so, and allow that long.
+     * A node of any other session is a failure. */
+    race_dirs_t rd = {zh, base, closed, RACE_ROUNDS};
     if (!race_dirs_empty(&rd)) {
-        race_dirs_print(&rd);
+        CU_ASSERT_EQUAL(race_dirs_print(&rd), 0);
         CU_ASSERT_TRUE(zkt_wait_for(race_dirs_empty, &rd, SESSION_MS + 3000));
     }
     zkt_raw_close(zh);
@@ -224,6 +241,20 @@ static void *cycler_main(void *arg)
     }
     zkr_semaphore_mutex_free(sm);
     return NULL;
+}
+
+typedef struct async_end {
+    atomic_int calls;
+    atomic_int rc;
+} async_end_t;
+
+static void async_end_fn(int rc, zkr_hold_t *hold, void *ctx)
+{
+    async_end_t *e = ctx;
+    atomic_store(&e->rc, rc);
+    atomic_fetch_add(&e->calls, 1);
+    if (hold)
+        zkr_hold_release(hold);
 }
 
 typedef struct unstall {
@@ -288,15 +319,24 @@ static void test_pending_at_close(void)
     int64_t waited[2] = {-1, -1};
     for (int round = 0; round < 1 + never; round++, rounds++) {
         zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
-        zkr_mutex_t *m = NULL;
-        char mpath[160];
+        zkr_mutex_t *m = NULL, *m2 = NULL;
+        char mpath[160], m2path[160];
         snprintf(mpath, sizeof mpath, "%s/m", base);
+        snprintf(m2path, sizeof m2path, "%s/m2", base);
         CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, mpath), ZKR_OK);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, c, m2path), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD), ZKR_OK);
         acquired += zkr_mutex_acquire(m, 10000) == ZKR_OK;
         zkt_proxy_stall(px, 1);
+        /* An asynchronous acquire whose create goes into the stall. */
+        async_end_t ae;
+        atomic_init(&ae.calls, 0);
+        atomic_init(&ae.rc, 1);
+        uint64_t id = 0;
+        CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m2), 10000, async_end_fn, &ae, &id), ZKR_OK);
         /* the self watch goes out after ZKR__SELF_WATCH_DELAY_MS */
         zkt_sleep_ms(3 * ZKR__SELF_WATCH_DELAY_MS);
-        CU_ASSERT_TRUE(zkr__reqs_live() > 0); /* the stall holds it */
+        CU_ASSERT_TRUE(zkr__reqs_live() >= 2); /* the stall holds them */
         pthread_t un;
         unstall_t u = {px, 300};
         if (round == 0)
@@ -307,6 +347,10 @@ static void test_pending_at_close(void)
         if (round == 0)
             pthread_join(un, NULL);
         zkt_proxy_stall(px, 0);
+        /* the acquire ended once, with the closed code, before close returned */
+        CU_ASSERT_EQUAL(atomic_load(&ae.calls), 1);
+        CU_ASSERT_EQUAL(atomic_load(&ae.rc), ZKR_ECLOSED);
+        zkr_mutex_free(m2);
         zkr_mutex_free(m);
         left += zkr__reqs_live();
     }
