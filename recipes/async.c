@@ -214,18 +214,19 @@ static void finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc, void *result)
 
 /* ---- completions and watches (ZooKeeper's completion thread) ------------------- */
 
-/* One of op's requests is answered.  c->mu held. */
-static void answered_locked(zkr__aop_t *op)
-{
-    if (--op->inflight == 0)
-        zkr__req_end(&op->req);
-}
-
-/* After op's sends: nothing in flight, nothing registered.  c->mu held. */
+/* After op's sends, and after each answer: nothing in flight, nothing
+ * registered.  c->mu held. */
 static void sent_locked(zkr__aop_t *op)
 {
     if (op->inflight == 0)
         zkr__req_end(&op->req);
+}
+
+/* One of op's requests is answered.  c->mu held. */
+static void answered_locked(zkr__aop_t *op)
+{
+    op->inflight--;
+    sent_locked(op);
 }
 
 /* The handle closed with op's requests unanswered (zkr__req_t): as if they

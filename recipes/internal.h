@@ -75,8 +75,10 @@ zhandle_t *zkr__zh(const zkr__zh_t *h);
  * it gets to them), so such a request is registered on its handle from
  * just before it is sent until its completion runs; zkr__handle_close
  * runs `closing` (which must run the completion with ZCLOSING) for each
- * one left once the C client's threads are gone.  Put the zkr__req_t
- * first in the context. */
+ * one left once the C client's threads are gone.  `closing` gets the
+ * zkr__req_t: put it first in the context, so that it is the context
+ * (async.c, whose acquires keep one for all their requests, uses
+ * offsetof). */
 typedef struct zkr__req zkr__req_t;
 struct zkr__req {
     zkr__req_t *prev, *next;
