@@ -114,6 +114,30 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
     pthread_mutex_unlock(&op->mu);
 }
 
+/* An op before anything is sent: 0, or -1 (op->inited stays 0). */
+static int create_op_init(create_op_t *op)
+{
+    memset(op, 0, sizeof *op);
+    op->create_rc = ZSYSTEMERROR;
+    op->list_rc = ZSYSTEMERROR;
+    if (pthread_mutex_init(&op->mu, NULL) != 0)
+        return -1;
+    if (zkr__cond_init(&op->cond) != 0) {
+        pthread_mutex_destroy(&op->mu);
+        return -1;
+    }
+    op->inited = 1;
+    return 0;
+}
+
+/* Send the listing of dir behind what op already sent (op->mu held, so
+ * that no answer can count down before the listing is counted). */
+static void list_send_locked(zkr__zh_t *h, create_op_t *op, const char *dir)
+{
+    if (zoo_aget_children(zkr__zh(h), dir, 0, list_done, op) == ZOK)
+        op->pending++;
+}
+
 /* Send the create of `path` on h, and the listing of dir right behind it
  * if `list`: ZooKeeper answers one session's requests in order, so the
  * listing already sees our node.  The completions signal through the
@@ -122,22 +146,14 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
 static void create_send(zkr_client_t *c, zkr__zh_t *h, create_op_t *op, const char *path, const char *dir,
                         const char *data, int datalen, int mode, int list)
 {
-    memset(op, 0, sizeof *op);
-    op->create_rc = ZSYSTEMERROR;
-    op->list_rc = ZSYSTEMERROR;
-    if (pthread_mutex_init(&op->mu, NULL) != 0)
+    if (create_op_init(op) != 0)
         return;
-    if (zkr__cond_init(&op->cond) != 0) {
-        pthread_mutex_destroy(&op->mu);
-        return;
-    }
-    op->inited = 1;
     pthread_mutex_lock(&op->mu);
     int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode, create_done, op);
     if (zrc == ZOK) {
         op->pending++;
-        if (list && zoo_aget_children(zkr__zh(h), dir, 0, list_done, op) == ZOK)
-            op->pending++;
+        if (list)
+            list_send_locked(h, op, dir);
     } else {
         op->create_rc = zrc;
     }
@@ -435,14 +451,89 @@ static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int
     return rc;
 }
 
-/* A delete whose answer the releasing thread waits for a while (or not at
- * all).  If it stops waiting, the completion settles the answer and frees
- * it. */
-typedef struct delete_wait {
+/* What every multi of ours holds: n ops, their results, and a string for
+ * each (the path deleted, or the buffer a create's name comes back in). */
+typedef struct multi_ops {
+    size_t n;
+    zoo_op_t *ops;
+    zoo_op_result_t *res;
+    char **str;
+} multi_ops_t;
+
+static int multi_ops_alloc(multi_ops_t *o, size_t n)
+{
+    o->n = n;
+    o->ops = calloc(n, sizeof *o->ops);
+    o->res = calloc(n, sizeof *o->res);
+    o->str = calloc(n, sizeof *o->str);
+    return o->ops && o->res && o->str ? 0 : -1;
+}
+
+static void multi_ops_free(multi_ops_t *o)
+{
+    for (size_t i = 0; o->str && i < o->n; i++)
+        free(o->str[i]);
+    free(o->str);
+    free(o->res);
+    free(o->ops);
+}
+
+/* An answer the sending thread waits for a while (or not at all).  If it
+ * stops waiting, the completion settles the answer and frees it. */
+typedef struct awaited {
     zkr__req_t req; /* first */
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int done, abandoned, rc;
+} awaited_t;
+
+static int awaited_init(awaited_t *a)
+{
+    if (pthread_mutex_init(&a->mu, NULL) != 0)
+        return -1;
+    if (zkr__cond_init(&a->cond) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void awaited_destroy(awaited_t *a)
+{
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->mu);
+}
+
+/* In the completion: record rc, wake the sender.  Returns 1 if the
+ * sender has stopped waiting (the completion must settle and free). */
+static int awaited_answer(awaited_t *a, int rc)
+{
+    zkr__req_end(&a->req);
+    pthread_mutex_lock(&a->mu);
+    int abandoned = a->abandoned;
+    a->done = 1;
+    a->rc = rc;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->mu);
+    return abandoned;
+}
+
+/* Wait until the deadline: 1 with a->rc (the caller frees), or 0: given
+ * up, the completion settles it. */
+static int awaited_wait(awaited_t *a, int64_t deadline)
+{
+    pthread_mutex_lock(&a->mu);
+    while (!a->done && zkr__cond_wait_until(&a->cond, &a->mu, deadline) != ETIMEDOUT)
+        ;
+    int done = a->done;
+    a->abandoned = !done;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+/* One delete. */
+typedef struct delete_wait {
+    awaited_t aw; /* first */
     zkr_client_t *c;
     int64_t session;
     char path[];
@@ -450,22 +541,14 @@ typedef struct delete_wait {
 
 static void delete_wait_free(delete_wait_t *dw)
 {
-    pthread_cond_destroy(&dw->cond);
-    pthread_mutex_destroy(&dw->mu);
+    awaited_destroy(&dw->aw);
     free(dw);
 }
 
 static void delete_wait_done(int rc, const void *data)
 {
     delete_wait_t *dw = (delete_wait_t *)data;
-    zkr__req_end(&dw->req);
-    pthread_mutex_lock(&dw->mu);
-    int abandoned = dw->abandoned;
-    dw->done = 1;
-    dw->rc = rc;
-    pthread_cond_signal(&dw->cond);
-    pthread_mutex_unlock(&dw->mu);
-    if (abandoned) {
+    if (awaited_answer(&dw->aw, rc)) {
         if (rc != ZCLOSING) /* closing: the session's end deletes it */
             delete_settle(dw->c, dw->path, dw->session, rc, 0);
         delete_wait_free(dw);
@@ -477,33 +560,164 @@ static void delete_wait_closing(zkr__req_t *r)
     delete_wait_done(ZCLOSING, r);
 }
 
+/* Send the delete of path on h: the wait, or NULL with *zrc the reason
+ * nothing was sent. */
+static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int *zrc)
+{
+    size_t len = strlen(path) + 1;
+    delete_wait_t *dw = calloc(1, sizeof *dw + len);
+    *zrc = ZSYSTEMERROR;
+    if (!dw)
+        return NULL;
+    if (awaited_init(&dw->aw) != 0) {
+        free(dw);
+        return NULL;
+    }
+    dw->c = c;
+    dw->session = session;
+    memcpy(dw->path, path, len);
+    zkr__req_start(h, &dw->aw.req, delete_wait_closing);
+    *zrc = zoo_adelete(zkr__zh(h), path, -1, delete_wait_done, dw);
+    if (*zrc != ZOK) {
+        zkr__req_end(&dw->aw.req);
+        delete_wait_free(dw);
+        return NULL;
+    }
+    return dw;
+}
+
 /* What delete_bounded returns when it has no answer to give: not
  * ZooKeeper codes (those are <= 0; the C client itself answers a request
  * ZOPERATIONTIMEOUT when its connection times out, and that answer must be
  * settled like any other). */
-#define DELETE_DEFERRED 1 /* awaited by zkr__deletes_defer_end */
-#define DELETE_PENDING 2  /* not answered in time: the completion settles it */
+#define DELETE_PENDING 2 /* not answered in time: the completion settles it */
+
+/* Delete path; the answer if it came within wait_ms, else
+ * DELETE_PENDING (a stalled link, or wait_ms 0): the completion then
+ * settles it in the background. */
+static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int64_t wait_ms)
+{
+    int zrc;
+    delete_wait_t *dw = delete_send(c, h, path, session, &zrc);
+    if (!dw)
+        return zrc;
+    /* wait_ms 0: only an answer already there; either way the wait says
+     * who frees it. */
+    if (!awaited_wait(&dw->aw, zkr__deadline(wait_ms > 0 ? wait_ms : 0)))
+        return DELETE_PENDING;
+    zrc = dw->aw.rc;
+    delete_wait_free(dw);
+    return zrc;
+}
+
+/* ---- deletes awaited together (the multi-lock's release) ---------------------- */
+
+/* The deletes of one handle sent as one multi (one transaction). */
+typedef struct multi_delete {
+    awaited_t aw; /* first */
+    zkr_client_t *c;
+    multi_ops_t mo; /* str: the paths */
+    int64_t *sessions;
+} multi_delete_t;
+
+static void multi_delete_free(multi_delete_t *md)
+{
+    multi_ops_free(&md->mo);
+    free(md->sessions);
+    awaited_destroy(&md->aw);
+    free(md);
+}
+
+static void multi_delete_done(int rc, const void *data)
+{
+    multi_delete_t *md = (multi_delete_t *)data;
+    if (!awaited_answer(&md->aw, rc))
+        return;
+    /* Nobody waits: whatever is not known gone is deleted in the
+     * background (a node already gone fails the whole multi; the
+     * background delete takes "no node" as done). */
+    for (size_t i = 0; rc != ZOK && rc != ZCLOSING && i < md->mo.n; i++)
+        zkr__client_delete_later(md->c, md->mo.str[i], md->sessions[i]);
+    multi_delete_free(md);
+}
+
+static void multi_delete_closing(zkr__req_t *r)
+{
+    multi_delete_done(ZCLOSING, r);
+}
+
+/* A release's delete, kept until zkr__deletes_defer_end sends it. */
+typedef struct defer_entry {
+    zkr_client_t *c;      /* entered until the answer is settled */
+    zkr__zh_t *h;         /* a reference, as long */
+    char *path;
+    int64_t session;
+    int watched;          /* our own watch was on it: wake our waiters once sent */
+    int sent;
+    delete_wait_t *dw;    /* sent alone */
+    multi_delete_t *md;   /* or in this multi */
+    int zrc;              /* the answer, or DELETE_PENDING */
+} defer_entry_t;
+
 typedef struct defer_list {
     int active;
-    delete_wait_t **dw;
+    defer_entry_t *e;
     size_t n, cap;
 } defer_list_t;
 static _Thread_local defer_list_t deferred;
 
-static int defer_push(delete_wait_t *dw)
+/* Keep the delete of path for zkr__deletes_defer_end, with the caller's
+ * entry into c and its reference to h.  0 if not deferring (or no memory:
+ * the caller deletes now). */
+static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int watched)
 {
     if (!deferred.active)
         return 0;
     if (deferred.n == deferred.cap) {
         size_t cap = deferred.cap ? 2 * deferred.cap : 8;
-        delete_wait_t **v = realloc(deferred.dw, cap * sizeof *v);
+        defer_entry_t *v = realloc(deferred.e, cap * sizeof *v);
         if (!v)
-            return 0; /* wait for this one now */
-        deferred.dw = v;
+            return 0;
+        deferred.e = v;
         deferred.cap = cap;
     }
-    deferred.dw[deferred.n++] = dw;
+    char *copy = strdup(path);
+    if (!copy)
+        return 0;
+    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, watched, 0, NULL, NULL, DELETE_PENDING};
     return 1;
+}
+
+/* Send the deletes of the k entries g[] (one handle) as one multi; NULL
+ * if it could not be sent (the caller sends them one by one). */
+static multi_delete_t *multi_delete_send(defer_entry_t **g, size_t k)
+{
+    multi_delete_t *md = calloc(1, sizeof *md);
+    if (!md)
+        return NULL;
+    if (awaited_init(&md->aw) != 0) {
+        free(md);
+        return NULL;
+    }
+    md->c = g[0]->c;
+    md->sessions = calloc(k, sizeof *md->sessions);
+    int ok = multi_ops_alloc(&md->mo, k) == 0 && md->sessions;
+    for (size_t i = 0; ok && i < k; i++) {
+        ok = (md->mo.str[i] = strdup(g[i]->path)) != NULL;
+        md->sessions[i] = g[i]->session;
+        zoo_delete_op_init(&md->mo.ops[i], md->mo.str[i], -1);
+    }
+    if (!ok) {
+        multi_delete_free(md);
+        return NULL;
+    }
+    zkr__req_start(g[0]->h, &md->aw.req, multi_delete_closing);
+    if (zoo_amulti(zkr__zh(g[0]->h), (int)k, md->mo.ops, md->mo.res, multi_delete_done, md) != ZOK) {
+        zkr__req_end(&md->aw.req);
+        multi_delete_free(md);
+        return NULL;
+    }
+    return md;
 }
 
 void zkr__deletes_defer_begin(void)
@@ -513,67 +727,87 @@ void zkr__deletes_defer_begin(void)
 
 int zkr__deletes_defer_end(void)
 {
-    int first = ZKR_OK;
+    defer_list_t l = deferred;
+    memset(&deferred, 0, sizeof deferred); /* from here on, deletes go out at once */
+    defer_entry_t **g = calloc(l.n ? l.n : 1, sizeof *g);
     int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
-    for (size_t i = 0; i < deferred.n; i++) {
-        delete_wait_t *dw = deferred.dw[i];
-        pthread_mutex_lock(&dw->mu);
-        while (!dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
-            ;
-        int done = dw->done;
-        dw->abandoned = !done;
-        pthread_mutex_unlock(&dw->mu);
-        if (!done)
-            continue; /* its completion settles it */
-        int rc = delete_settle(dw->c, dw->path, dw->session, dw->rc, 0);
-        if (rc != ZKR_OK && first == ZKR_OK)
-            first = rc;
-        delete_wait_free(dw);
+
+    /* Send: the deletes of one handle as one multi (one transaction), a
+     * lone one by itself. */
+    for (size_t i = 0; i < l.n; i++) {
+        if (l.e[i].sent)
+            continue;
+        size_t k = 0;
+        for (size_t j = i; g && j < l.n; j++)
+            if (!l.e[j].sent && l.e[j].h == l.e[i].h)
+                g[k++] = &l.e[j];
+        multi_delete_t *md = k >= 2 ? multi_delete_send(g, k) : NULL;
+        if (md) {
+            for (size_t j = 0; j < k; j++) {
+                g[j]->md = md;
+                g[j]->sent = 1;
+            }
+        } else {
+            l.e[i].dw = delete_send(l.e[i].c, l.e[i].h, l.e[i].path, l.e[i].session, &l.e[i].zrc);
+            l.e[i].sent = 1;
+        }
     }
-    free(deferred.dw);
-    memset(&deferred, 0, sizeof deferred);
+    /* Our own session's waiters on these nodes lost their watch with ours:
+     * wake them now the deletes are on their way. */
+    for (size_t i = 0; i < l.n; i++)
+        if (l.e[i].watched)
+            zkr__waiters_wake_path(l.e[i].c, l.e[i].path);
+
+    /* A multi refused as a whole (a node already gone, say) deletes
+     * nothing: its nodes go one by one.  The link's trouble is settled
+     * per node. */
+    for (size_t i = 0; i < l.n; i++) {
+        multi_delete_t *md = l.e[i].md;
+        if (!md)
+            continue;
+        int done = awaited_wait(&md->aw, deadline);
+        int rc = done ? zkr__zh_answer(zkr__zh(l.e[i].h), md->aw.rc) : DELETE_PENDING;
+        int resend = rc != ZOK && rc != DELETE_PENDING && zkr__zk_class(rc) == ZKR__ZC_FINAL;
+        for (size_t j = i; j < l.n; j++) {
+            if (l.e[j].md != md)
+                continue;
+            l.e[j].md = NULL;
+            if (resend)
+                l.e[j].dw = delete_send(l.e[j].c, l.e[j].h, l.e[j].path, l.e[j].session, &l.e[j].zrc);
+            else
+                l.e[j].zrc = rc;
+        }
+        if (done)
+            multi_delete_free(md);
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        delete_wait_t *dw = l.e[i].dw;
+        if (dw && awaited_wait(&dw->aw, deadline)) {
+            l.e[i].zrc = zkr__zh_answer(zkr__zh(l.e[i].h), dw->aw.rc);
+            delete_wait_free(dw);
+        } else if (dw) {
+            l.e[i].zrc = DELETE_PENDING; /* its completion settles it */
+        }
+    }
+
+    int first = ZKR_OK;
+    for (size_t i = 0; i < l.n; i++) {
+        if (l.e[i].zrc != DELETE_PENDING) {
+            int rc = delete_settle(l.e[i].c, l.e[i].path, l.e[i].session, l.e[i].zrc, 0);
+            if (rc != ZKR_OK && first == ZKR_OK)
+                first = rc;
+        }
+        zkr__client_put_handle(l.e[i].c, l.e[i].h);
+        zkr__client_leave(l.e[i].c);
+        free(l.e[i].path);
+    }
+    free(g);
+    free(l.e);
     return first;
 }
 
-/* Delete path; the answer if it came within wait_ms, else
- * DELETE_PENDING (a stalled link, or wait_ms 0): the completion then
- * settles it in the background. */
-static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int64_t wait_ms)
-{
-    size_t len = strlen(path) + 1;
-    delete_wait_t *dw = calloc(1, sizeof *dw + len);
-    if (!dw)
-        return ZSYSTEMERROR;
-    if (pthread_mutex_init(&dw->mu, NULL) != 0 || zkr__cond_init(&dw->cond) != 0) {
-        free(dw);
-        return ZSYSTEMERROR;
-    }
-    dw->c = c;
-    dw->session = session;
-    memcpy(dw->path, path, len);
-    zkr__req_start(h, &dw->req, delete_wait_closing);
-    int zrc = zoo_adelete(zkr__zh(h), path, -1, delete_wait_done, dw);
-    if (zrc != ZOK) {
-        zkr__req_end(&dw->req);
-        delete_wait_free(dw);
-        return zrc;
-    }
-    if (wait_ms > 0 && defer_push(dw))
-        return DELETE_DEFERRED;
-    int64_t deadline = zkr__deadline(wait_ms);
-    pthread_mutex_lock(&dw->mu);
-    while (wait_ms > 0 && !dw->done && zkr__cond_wait_until(&dw->cond, &dw->mu, deadline) != ETIMEDOUT)
-        ;
-    int done = dw->done;
-    zrc = done ? dw->rc : DELETE_PENDING;
-    dw->abandoned = !done;
-    pthread_mutex_unlock(&dw->mu);
-    if (done)
-        delete_wait_free(dw);
-    return zrc;
-}
-
-/* Delete our node, waiting at most wait_ms for the answer. */
+/* Delete our node, waiting at most wait_ms for the answer (between
+ * zkr__deletes_defer_begin and _end: kept, and sent by _end). */
 static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
 {
     int was_lost = 0, watched = 0;
@@ -603,16 +837,21 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
         if (watched)
             zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
                                     (void_completion_t *)ignore_void, NULL);
+        if (wait_ms > 0 && defer_add(c, h, node->path, node->session, watched)) {
+            /* zkr__deletes_defer_end sends it, settles it, and leaves. */
+            zkr__node_clear(node);
+            return lost ? ZKR_ELOST : ZKR_OK;
+        }
         zrc = delete_bounded(c, h, node->path, node->session, wait_ms);
-        if (zrc != DELETE_PENDING && zrc != DELETE_DEFERRED)
+        if (zrc != DELETE_PENDING)
             zkr__zh_answer(zkr__zh(h), zrc);
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         if (watched)
             zkr__waiters_wake_path(c, node->path);
     }
-    if (zrc == DELETE_PENDING || zrc == DELETE_DEFERRED)
-        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled later, or in the background */
+    if (zrc == DELETE_PENDING)
+        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
     else
         rc = delete_settle(c, node->path, node->session, zrc, lost);
     zkr__client_put_handle(c, h);
@@ -747,6 +986,7 @@ struct zkr__prefetch {
     char uuid[ZKR__UUID_LEN + 1];
     int64_t session;
     create_op_t op;
+    int sent;              /* zkr__prefetch_start_all: on its way */
     int finished;
     zkr__node_t node;      /* ours until an acquire takes it */
     zkr__strvec_t kids;
@@ -754,7 +994,10 @@ struct zkr__prefetch {
 
 static _Thread_local zkr__prefetch_t *offered;
 
-zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
+/* A prefetch with its name chosen and a reference to the handle it goes
+ * out on; NULL if nothing can be sent now (the acquire then makes its own
+ * node, the usual way). */
+static zkr__prefetch_t *prefetch_new(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
 {
     zkr__prefetch_t *p = calloc(1, sizeof *p);
     if (!p)
@@ -770,11 +1013,163 @@ zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr
         !(p->path = zkr__protected_path(dir, p->uuid, drv->marker))) {
         zkr__client_put_handle(c, p->h);
         free(p);
-        return NULL; /* the acquire makes its own node, the usual way */
+        return NULL;
     }
     p->session = zkr__zh_session(c, p->h);
-    create_send(c, p->h, &p->op, p->path, dir, "", 0, ZOO_EPHEMERAL_SEQUENTIAL, 1);
     return p;
+}
+
+zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
+{
+    zkr__prefetch_t *p = prefetch_new(c, dir, drv);
+    if (p)
+        create_send(c, p->h, &p->op, p->path, dir, "", 0, ZOO_EPHEMERAL_SEQUENTIAL, 1);
+    return p;
+}
+
+/* Several prefetches' creates as one multi: one transaction on the server
+ * (one log write, not one per node), every listing right behind it.  A
+ * multi's answer carries no Stat, and the fencing token is the czxid: the
+ * nodes of one transaction share it, so the completion asks for one of
+ * them (an exists, sent at once from the completion: it is answered right
+ * after the listings) and gives its czxid and owner to every member. */
+typedef struct multi_create {
+    zkr__zh_t *h;
+    multi_ops_t mo; /* str: the created names, as the server gives them */
+    zkr__prefetch_t **m;
+} multi_create_t;
+
+static void multi_create_free(multi_create_t *mc)
+{
+    multi_ops_free(&mc->mo);
+    free(mc->m);
+    free(mc);
+}
+
+/* Every member's create is answered `rc` (the multi's, or the exists'). */
+static void multi_create_finish(multi_create_t *mc, int rc, const struct Stat *stat)
+{
+    for (size_t i = 0; i < mc->mo.n; i++) {
+        create_op_t *op = &mc->m[i]->op;
+        char *copy = rc == ZOK ? strdup(mc->mo.str[i]) : NULL;
+        pthread_mutex_lock(&op->mu);
+        op->create_rc = rc;
+        if (rc == ZOK) {
+            if (!copy)
+                op->create_rc = ZSYSTEMERROR; /* ENOMEM: treated as a lost reply */
+            op->created = copy;
+            op->stat = *stat;
+        }
+        if (--op->pending == 0)
+            pthread_cond_signal(&op->cond);
+        pthread_mutex_unlock(&op->mu);
+    }
+    multi_create_free(mc);
+}
+
+static void multi_create_stat(int rc, const struct Stat *stat, const void *data)
+{
+    /* Our node not there, or no answer: whatever the multi made is
+     * deleted by its prefix, as after a lost reply. */
+    if (rc != ZOK && zkr__zk_class(rc) == ZKR__ZC_FINAL)
+        rc = ZCONNECTIONLOSS;
+    multi_create_finish((multi_create_t *)data, rc, rc == ZOK ? stat : NULL);
+}
+
+static void multi_create_done(int rc, const void *data)
+{
+    multi_create_t *mc = (multi_create_t *)data;
+    if (rc == ZOK) {
+        rc = zoo_aexists(zkr__zh(mc->h), mc->mo.str[0], 0, multi_create_stat, mc);
+        if (rc == ZOK)
+            return;
+        rc = ZCONNECTIONLOSS;
+    }
+    multi_create_finish(mc, rc, NULL);
+}
+
+/* Send m[0..n) (n >= 2, one handle) as one multi.  0, or -1 if nothing
+ * was sent and nothing is set up (the caller sends them one by one). */
+static int multi_create_send(zkr__prefetch_t **m, size_t n)
+{
+    zkr_client_t *c = m[0]->c;
+    zkr__zh_t *h = m[0]->h;
+    multi_create_t *mc = calloc(1, sizeof *mc);
+    if (!mc)
+        return -1;
+    mc->h = h;
+    mc->m = calloc(n, sizeof *mc->m);
+    int ok = multi_ops_alloc(&mc->mo, n) == 0 && mc->m;
+    for (size_t i = 0; ok && i < n; i++) {
+        int len = (int)strlen(m[i]->path) + 16; /* the 10-digit sequence, and more */
+        ok = (mc->mo.str[i] = calloc(1, (size_t)len)) != NULL;
+        if (ok) {
+            mc->m[i] = m[i];
+            zoo_create_op_init(&mc->mo.ops[i], m[i]->path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL,
+                               mc->mo.str[i], len);
+        }
+    }
+    size_t inited = 0;
+    while (ok && inited < n && create_op_init(&m[inited]->op) == 0)
+        inited++;
+    if (!ok || inited < n) {
+        for (size_t i = 0; i < inited; i++) {
+            pthread_cond_destroy(&m[i]->op.cond);
+            pthread_mutex_destroy(&m[i]->op.mu);
+            m[i]->op.inited = 0;
+        }
+        multi_create_free(mc);
+        return -1;
+    }
+    /* Counted before the send: the answer may come before we look again. */
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&m[i]->op.mu);
+        m[i]->op.pending = 1;
+        pthread_mutex_unlock(&m[i]->op.mu);
+    }
+    int zrc = zoo_amulti(zkr__zh(h), (int)n, mc->mo.ops, mc->mo.res, multi_create_done, mc);
+    if (zrc != ZOK) {
+        for (size_t i = 0; i < n; i++) {
+            pthread_mutex_lock(&m[i]->op.mu);
+            m[i]->op.pending = 0;
+            m[i]->op.create_rc = zrc;
+            pthread_mutex_unlock(&m[i]->op.mu);
+        }
+        multi_create_free(mc);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&m[i]->op.mu);
+        list_send_locked(h, &m[i]->op, m[i]->dir);
+        pthread_mutex_unlock(&m[i]->op.mu);
+    }
+    return 0;
+}
+
+void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__prefetch_t **out)
+{
+    zkr__prefetch_t **group = calloc(n ? n : 1, sizeof *group);
+    for (size_t i = 0; i < n; i++)
+        out[i] = t[i].c ? prefetch_new(t[i].c, t[i].dir, t[i].drv) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!out[i] || out[i]->sent)
+            continue;
+        /* Every later one on the same handle (one client, one session)
+         * goes in the same multi. */
+        size_t k = 0;
+        for (size_t j = i; group && j < n; j++)
+            if (out[j] && !out[j]->sent && out[j]->h == out[i]->h)
+                group[k++] = out[j];
+        if (k >= 2 && multi_create_send(group, k) == 0) {
+            for (size_t j = 0; j < k; j++)
+                group[j]->sent = 1;
+        } else {
+            create_send(out[i]->c, out[i]->h, &out[i]->op, out[i]->path, out[i]->dir, "", 0,
+                        ZOO_EPHEMERAL_SEQUENTIAL, 1);
+            out[i]->sent = 1;
+        }
+    }
+    free(group);
 }
 
 int zkr__prefetch_finish(zkr__prefetch_t *p)

@@ -123,6 +123,16 @@ int zkr__deletes_defer_end(void);
  * (offer(NULL) withdraws it).  free deletes the node if nobody took it. */
 typedef struct zkr__prefetch zkr__prefetch_t;
 zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv);
+/* Prefetches for n targets at once (out[i] NULL where t[i].c is NULL or
+ * nothing can be sent): the creates of targets on one client go out as
+ * one multi (one transaction on the server), each listing right behind
+ * it; finish and the rest work on each as on one from start. */
+typedef struct zkr__prefetch_target {
+    zkr_client_t *c; /* NULL: no prefetch for this one */
+    const char *dir;
+    const zkr__driver_t *drv;
+} zkr__prefetch_target_t;
+void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__prefetch_t **out);
 int zkr__prefetch_finish(zkr__prefetch_t *p);
 void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);

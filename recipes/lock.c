@@ -176,7 +176,9 @@ static int part_kind(zkr_lock_ref_t r, zkr__async_target_t *t)
 }
 
 /* The creates (and listings) of every part that joins a queue go out at
- * once: an uncontended multi-lock costs one round trip, not one per part.
+ * once, the creates of the parts on one client as one multi (one
+ * transaction): an uncontended multi-lock costs one round trip, not one
+ * per part.
  * The parts their listings grant are kept, in order, up to the first that
  * must wait; that one's node keeps its place, and every later node is
  * deleted: from there on the parts are taken one by one, in order, as
@@ -186,9 +188,11 @@ static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
 {
     zkr__prefetch_t **pf = calloc(ml->n, sizeof *pf);
     int *kinds = calloc(ml->n, sizeof *kinds);
-    if (!pf || !kinds) {
+    zkr__prefetch_target_t *targets = calloc(ml->n, sizeof *targets);
+    if (!pf || !kinds || !targets) {
         free(pf);
         free(kinds);
+        free(targets);
         return NULL; /* one by one, as ever */
     }
     for (size_t i = 0; i < ml->n; i++) {
@@ -201,8 +205,11 @@ static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
             if (ml->parts[j].obj == ml->parts[i].obj)
                 kinds[i] = PART_REENTER;
         if (kinds[i] == PART_QUEUE)
-            pf[i] = zkr__prefetch_start(t.c, t.dir, t.drv);
+            targets[i] = (zkr__prefetch_target_t){t.c, t.dir, t.drv};
     }
+    /* The parts on one client: one multi of creates. */
+    zkr__prefetch_start_all(targets, ml->n, pf);
+    free(targets);
     int ahead = 1;
     for (size_t i = 0; i < ml->n; i++) {
         if (!ahead) {

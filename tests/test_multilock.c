@@ -785,6 +785,172 @@ static void test_release_partial_failure(void)
     zkt_raw_close(raw);
 }
 
+/* ---- one transaction per client -------------------------------------------------- */
+
+/* The one child of dir: its czxid (0 if there is not exactly one), and its
+ * full path in out. */
+static int64_t only_child_czxid(zhandle_t *zh, const char *dir, char *out, size_t len)
+{
+    struct String_vector sv;
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    int64_t czxid = 0;
+    struct Stat st;
+    if (sv.count == 1) {
+        snprintf(out, len, "%s/%s", dir, sv.data[0]);
+        if (zoo_exists(zh, out, 0, &st) == ZOK)
+            czxid = st.czxid;
+    }
+    deallocate_String_vector(&sv);
+    return czxid;
+}
+
+/* Five mutexes, three on one client and two on another: the creates of
+ * each client's parts are one transaction (one czxid), and every part's
+ * fencing token is its own node's czxid.  The first acquire finds no
+ * directories (the multi is refused: the parts are created one by one,
+ * parents first); the second finds them. */
+static void test_one_transaction_per_client(void)
+{
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c1 = zkt_client(SESSION_MS), *c2 = zkt_client(SESSION_MS);
+    char paths[5][128];
+    zkr_mutex_t *m[5];
+    zkr_lock_ref_t parts[5];
+    for (int i = 0; i < 5; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "ml-txn-%d", i);
+        zkt_path(n, paths[i], sizeof paths[i]);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m[i], i < 3 ? c1 : c2, paths[i]), ZKR_OK);
+        parts[i] = zkr_mutex_ref(m[i]);
+    }
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 5), ZKR_OK);
+    for (int round = 0; round < 3; round++) {
+        CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+        int64_t tok[5], czxid[5];
+        for (int i = 0; i < 5; i++) {
+            char node[256];
+            CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m[i], &tok[i]), ZKR_OK);
+            czxid[i] = only_child_czxid(raw, paths[i], node, sizeof node);
+            CU_ASSERT_TRUE(czxid[i] > 0);
+            CU_ASSERT_EQUAL(tok[i], czxid[i]);
+        }
+        if (round > 0) {
+            /* the directories exist: one multi per client */
+            CU_ASSERT_EQUAL(czxid[0], czxid[1]);
+            CU_ASSERT_EQUAL(czxid[1], czxid[2]);
+            CU_ASSERT_EQUAL(czxid[3], czxid[4]);
+            CU_ASSERT_NOT_EQUAL(czxid[2], czxid[3]);
+        }
+        CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+        for (int i = 0; i < 5; i++)
+            CU_ASSERT_EQUAL(zkt_count_children(raw, paths[i]), 0);
+    }
+    zkr_multilock_free(ml);
+    for (int i = 0; i < 5; i++)
+        zkr_mutex_free(m[i]);
+    zkr_client_close(c1);
+    zkr_client_close(c2);
+    zkt_raw_close(raw);
+}
+
+/* The same through a chroot: the multi's created names come back without
+ * it, as every other answer does. */
+static void test_one_transaction_chroot(void)
+{
+    zhandle_t *raw = zkt_raw();
+    char root[128];
+    zkt_path("ml-chroot", root, sizeof root);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(raw, root, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.chroot = root;
+    o.session_timeout_ms = SESSION_MS;
+    o.zk_log_level = 0;
+    zkr_client_t *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&c, zkt_hosts(), &o), ZKR_OK);
+    zkr_mutex_t *m[3];
+    zkr_lock_ref_t parts[3];
+    for (int i = 0; i < 3; i++) {
+        char p[32];
+        snprintf(p, sizeof p, "/part-%d", i);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m[i], c, p), ZKR_OK);
+        parts[i] = zkr_mutex_ref(m[i]);
+    }
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+    for (int round = 0; round < 2; round++) {
+        CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+        int64_t tok[3], czxid[3];
+        for (int i = 0; i < 3; i++) {
+            char dir[192], node[256];
+            snprintf(dir, sizeof dir, "%s/part-%d", root, i);
+            CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m[i], &tok[i]), ZKR_OK);
+            czxid[i] = only_child_czxid(raw, dir, node, sizeof node);
+            CU_ASSERT_TRUE(czxid[i] > 0);
+            CU_ASSERT_EQUAL(tok[i], czxid[i]);
+        }
+        if (round > 0) {
+            CU_ASSERT_EQUAL(czxid[0], czxid[1]);
+            CU_ASSERT_EQUAL(czxid[1], czxid[2]);
+        }
+        CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    }
+    zkr_multilock_free(ml);
+    for (int i = 0; i < 3; i++)
+        zkr_mutex_free(m[i]);
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
+/* A part's node deleted behind the multi-lock's back: the one multi of
+ * deletes is refused as a whole (no node), so every part is deleted on
+ * its own, and none is left when the release returns. */
+static void test_release_refused_multi(void)
+{
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS), *o = zkt_client(SESSION_MS);
+    char paths[3][128];
+    zkr_mutex_t *m[3], *other[3];
+    zkr_lock_ref_t parts[3];
+    for (int i = 0; i < 3; i++) {
+        char n[32];
+        snprintf(n, sizeof n, "ml-refused-%d", i);
+        zkt_path(n, paths[i], sizeof paths[i]);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m[i], c, paths[i]), ZKR_OK);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&other[i], o, paths[i]), ZKR_OK);
+        parts[i] = zkr_mutex_ref(m[i]);
+    }
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 3), ZKR_OK);
+    for (int gone = 0; gone < 3; gone++) {
+        CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+        char node[256];
+        CU_ASSERT_TRUE_FATAL(only_child_czxid(raw, paths[gone], node, sizeof node) > 0);
+        CU_ASSERT_EQUAL(zoo_delete(raw, node, -1), ZOK);
+        /* Released at once, before the self watch may have seen it, or
+         * after: OK, or ELOST for the part whose node went. */
+        if (gone == 1)
+            zkt_sleep_ms(300);
+        int rc = zkr_multilock_release(ml);
+        CU_ASSERT_TRUE(rc == ZKR_OK || rc == ZKR_ELOST);
+        for (int i = 0; i < 3; i++) {
+            CU_ASSERT_EQUAL(zkt_count_children(raw, paths[i]), 0);
+            CU_ASSERT_EQUAL(zkr_mutex_acquire(other[i], 0), ZKR_OK);
+            CU_ASSERT_EQUAL(zkr_mutex_release(other[i]), ZKR_OK);
+        }
+    }
+    zkr_multilock_free(ml);
+    for (int i = 0; i < 3; i++) {
+        zkr_mutex_free(m[i]);
+        zkr_mutex_free(other[i]);
+    }
+    zkr_client_close(c);
+    zkr_client_close(o);
+    zkt_raw_close(raw);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("lock interface", NULL, NULL);
@@ -798,6 +964,10 @@ static void add_suites(void)
     CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
     CU_add_test(m, "a part that must wait: the parts before it held, none after it queued", test_waits_in_order);
     CU_add_test(m, "two sessions, same order, many rounds: no overlap, no deadlock", test_same_order_no_deadlock);
+    CU_add_test(m, "one transaction of creates per client; tokens are the nodes' czxids",
+                test_one_transaction_per_client);
+    CU_add_test(m, "one transaction of creates through a chroot", test_one_transaction_chroot);
+    CU_add_test(m, "a refused multi of deletes: every part deleted on its own", test_release_refused_multi);
 }
 
 int main(void)

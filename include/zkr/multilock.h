@@ -5,10 +5,14 @@
  * whole call (Curator gives each lock the full timeout); if any part fails
  * or times out, everything taken so far is released and the error is
  * returned.  The creates of all parts are sent at once (one round trip
- * when none must wait); from the first part that must wait, the later
+ * when none must wait), those of the parts on one client as one ZooKeeper
+ * multi (one transaction: every such part's fencing token is that
+ * transaction's zxid); from the first part that must wait, the later
  * parts' nodes are withdrawn and those parts taken one by one, so the
  * multi-lock never waits on a part while queued on a later one.  Release
- * goes in reverse order, sends every part's delete at once, releases every
+ * goes in reverse order, sends every part's delete at once (one multi per
+ * client; if the server refuses it as a whole, say because a part's node
+ * was already deleted, each node is deleted on its own), releases every
  * part, and reports the first error.  To avoid deadlocks between multi-locks, give
  * every process the same global order (e.g. sort by path).
  *
