@@ -1049,21 +1049,8 @@ static void multi_create_free(multi_create_t *mc)
 /* Every member's create is answered `rc` (the multi's, or the exists'). */
 static void multi_create_finish(multi_create_t *mc, int rc, const struct Stat *stat)
 {
-    for (size_t i = 0; i < mc->mo.n; i++) {
-        create_op_t *op = &mc->m[i]->op;
-        char *copy = rc == ZOK ? strdup(mc->mo.str[i]) : NULL;
-        pthread_mutex_lock(&op->mu);
-        op->create_rc = rc;
-        if (rc == ZOK) {
-            if (!copy)
-                op->create_rc = ZSYSTEMERROR; /* ENOMEM: treated as a lost reply */
-            op->created = copy;
-            op->stat = *stat;
-        }
-        if (--op->pending == 0)
-            pthread_cond_signal(&op->cond);
-        pthread_mutex_unlock(&op->mu);
-    }
+    for (size_t i = 0; i < mc->mo.n; i++)
+        create_done(rc, mc->mo.str[i], stat, &mc->m[i]->op);
     multi_create_free(mc);
 }
 
