@@ -534,6 +534,7 @@ static int awaited_wait(awaited_t *a, int64_t deadline)
 /* One delete. */
 typedef struct delete_wait {
     awaited_t aw; /* first */
+    zkr__zdel_t del; /* when sent through the handle's combiner */
     zkr_client_t *c;
     int64_t session;
     char path[];
@@ -560,13 +561,15 @@ static void delete_wait_closing(zkr__req_t *r)
     delete_wait_done(ZCLOSING, r);
 }
 
-/* Send the delete of path on h: the wait, or NULL with *zrc the reason
- * nothing was sent. */
-static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int *zrc)
+static void delete_wait_combined(zkr__zdel_t *d, int rc)
+{
+    delete_wait_done(rc, (char *)d - offsetof(delete_wait_t, del));
+}
+
+static delete_wait_t *delete_wait_new(zkr_client_t *c, const char *path, int64_t session)
 {
     size_t len = strlen(path) + 1;
     delete_wait_t *dw = calloc(1, sizeof *dw + len);
-    *zrc = ZSYSTEMERROR;
     if (!dw)
         return NULL;
     if (awaited_init(&dw->aw) != 0) {
@@ -576,6 +579,19 @@ static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *pat
     dw->c = c;
     dw->session = session;
     memcpy(dw->path, path, len);
+    dw->del.path = dw->path;
+    dw->del.done = delete_wait_combined;
+    return dw;
+}
+
+/* Send the delete of path on h: the wait, or NULL with *zrc the reason
+ * nothing was sent. */
+static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int *zrc)
+{
+    delete_wait_t *dw = delete_wait_new(c, path, session);
+    *zrc = ZSYSTEMERROR;
+    if (!dw)
+        return NULL;
     zkr__req_start(h, &dw->aw.req, delete_wait_closing);
     *zrc = zoo_adelete(zkr__zh(h), path, -1, delete_wait_done, dw);
     if (*zrc != ZOK) {
@@ -597,10 +613,17 @@ static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *pat
  * settles it in the background. */
 static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int64_t wait_ms)
 {
-    int zrc;
-    delete_wait_t *dw = delete_send(c, h, path, session, &zrc);
-    if (!dw)
+    int zrc = ZSYSTEMERROR;
+    delete_wait_t *dw;
+    if (wait_ms > 0) {
+        /* Awaited: through the combiner, so that many threads' releases
+         * go out as one multi while one is in flight. */
+        if (!(dw = delete_wait_new(c, path, session)))
+            return zrc;
+        zkr__zh_delete(h, &dw->del);
+    } else if (!(dw = delete_send(c, h, path, session, &zrc))) {
         return zrc;
+    }
     /* wait_ms 0: only an answer already there; either way the wait says
      * who frees it. */
     if (!awaited_wait(&dw->aw, zkr__deadline(wait_ms > 0 ? wait_ms : 0)))

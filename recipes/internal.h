@@ -96,6 +96,23 @@ void zkr__req_end(zkr__req_t *r);
 /* Requests registered and not yet answered, over every handle (tests). */
 long zkr__reqs_live(void);
 
+/* A delete through its handle's combiner (combine.c). */
+typedef struct zkr__zdel zkr__zdel_t;
+struct zkr__zdel {
+    zkr__zdel_t *next; /* the combiner's */
+    const char *path;  /* valid until done runs */
+    /* Exactly once, with the delete's answer: on the C client's completion
+     * thread, on the caller's if nothing could be sent, or by the handle's
+     * close (ZCLOSING). */
+    void (*done)(zkr__zdel_t *d, int rc);
+};
+/* Delete d->path (any version) on h.  If one of h's deletes is in flight,
+ * d waits and goes out with every other delete that came meanwhile, as
+ * one multi (one transaction), when that one is answered; a multi refused
+ * as a whole (a node already gone fails it) is sent again one delete at a
+ * time, so each gets its own answer.  Registered on h while in flight. */
+void zkr__zh_delete(zkr__zh_t *h, zkr__zdel_t *d);
+
 /* The session the handle is (or was last) connected with; 0 if none yet. */
 int64_t zkr__zh_session(zkr_client_t *c, const zkr__zh_t *h);
 /* 1 if `h` is the current handle and connected (CONNECTED/RECONNECTED). */

@@ -773,6 +773,162 @@ static void test_grant_while_down(void)
     }
 }
 
+/* ---- releases of many threads while a delete is in flight: one multi ---------------- */
+
+#define COMB_N 24
+
+typedef struct comb {
+    zkr_client_t *c;
+    char paths[COMB_N][160];
+    zkr_mutex_t *m[COMB_N];
+    int rc[COMB_N];
+    atomic_int ready, go;
+} comb_t;
+
+typedef struct comb_arg {
+    comb_t *k;
+    int i;
+} comb_arg_t;
+
+static void *comb_main(void *p)
+{
+    comb_arg_t *a = p;
+    comb_t *k = a->k;
+    k->rc[a->i] = zkr_mutex_acquire(k->m[a->i], 5000);
+    atomic_fetch_add(&k->ready, 1);
+    for (int t = 0; t < 3000 && !atomic_load(&k->go); t++)
+        zkt_sleep_ms(1);
+    if (k->rc[a->i] == ZKR_OK)
+        k->rc[a->i] = zkr_mutex_release(k->m[a->i]);
+    return NULL;
+}
+
+static void *close_main(void *c)
+{
+    zkr_client_close(c);
+    return NULL;
+}
+
+static int comb_ready(void *p)
+{
+    return atomic_load(&((comb_t *)p)->ready) == COMB_N;
+}
+
+/* The zxid of a fresh write (each transaction takes the next one). */
+static int64_t probe_zxid(zhandle_t *zh, const char *dir)
+{
+    char path[160], made[200];
+    struct Stat st;
+    snprintf(path, sizeof path, "%s-probe-", dir);
+    if (zoo_create2(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made, &st) != ZOK)
+        return -1;
+    return st.czxid;
+}
+
+/* COMB_N threads of one client, behind a proxy, each holding its own
+ * mutex; all release while the link is stalled.  mode 0: the first delete
+ * goes alone and the others wait for it and go out as one multi: the
+ * server counts 2 transactions, not COMB_N.  mode 1: two nodes are
+ * deleted by another session meanwhile (at most one of them is the delete
+ * in flight): the multi is refused as a whole and each node then goes on
+ * its own.  mode 2: the client is closed while the deletes wait (the link
+ * comes back while close drains). */
+static void comb_round(int mode)
+{
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zhandle_t *raw = zkt_raw();
+    comb_t *k = calloc(1, sizeof *k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    k->c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    char base[128];
+    zkt_path("combined", base, sizeof base);
+    pthread_t th[COMB_N];
+    comb_arg_t args[COMB_N];
+    for (int i = 0; i < COMB_N; i++) {
+        snprintf(k->paths[i], sizeof k->paths[i], "%s-%d-%d", base, mode, i);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&k->m[i], k->c, k->paths[i]), ZKR_OK);
+        args[i] = (comb_arg_t){k, i};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, comb_main, &args[i]), 0);
+    }
+    CU_ASSERT_TRUE(zkt_wait_for(comb_ready, k, 20000));
+    int64_t z0 = probe_zxid(raw, base);
+    CU_ASSERT_TRUE(z0 > 0);
+
+    zkt_proxy_stall(px, 1);
+    zkt_sleep_ms(50); /* the proxy's loop has seen it: nothing moves now */
+    atomic_store(&k->go, 1);
+    zkt_sleep_ms(400); /* every release has sent its delete or queued it */
+    for (int i = 0; i < COMB_N; i++) {
+        int n = zkt_count_children(raw, k->paths[i]);
+        if (n != 1)
+            printf("\n    %s: %d nodes (acquire %s) ", k->paths[i], n, zkr_err_name(k->rc[i]));
+        CU_ASSERT_EQUAL(n, 1);
+    }
+    for (int j = 0; mode == 1 && j < 2; j++) {
+        /* Two: at most one of them is the delete in flight. */
+        struct String_vector sv;
+        char node[256];
+        const char *dir = k->paths[COMB_N / 2 + j];
+        CU_ASSERT_EQUAL_FATAL(zoo_get_children(raw, dir, 0, &sv), ZOK);
+        CU_ASSERT_EQUAL_FATAL(sv.count, 1);
+        snprintf(node, sizeof node, "%s/%s", dir, sv.data[0]);
+        deallocate_String_vector(&sv);
+        CU_ASSERT_EQUAL(zoo_delete(raw, node, -1), ZOK);
+    }
+    if (mode == 2) {
+        /* Close waits for the releases (2 s at most each, abandoned on the
+         * stalled link), then drains while the link is back. */
+        zkt_sleep_ms(100);
+        pthread_t closer;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&closer, NULL, close_main, k->c), 0);
+        zkt_sleep_ms(2300);
+        zkt_proxy_stall(px, 0);
+        pthread_join(closer, NULL);
+        for (int i = 0; i < COMB_N; i++)
+            pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(zkr__reqs_live(), 0);
+        for (int i = 0; i < COMB_N; i++)
+            CU_ASSERT_EQUAL(k->rc[i], ZKR_OK);
+        /* Deleted by the queued batch once the link came back, or with the
+         * session. */
+        for (int i = 0; i < COMB_N; i++)
+            CU_ASSERT_TRUE(zkt_wait_children(raw, k->paths[i], 0, SESSION_MS + 3000));
+    } else {
+        zkt_proxy_stall(px, 0);
+        for (int i = 0; i < COMB_N; i++)
+            pthread_join(th[i], NULL);
+        int64_t z1 = probe_zxid(raw, base);
+        printf("\n    mode %d: %lld transactions for %d releases ", mode, (long long)(z1 - z0 - 1), COMB_N);
+        for (int i = 0; i < COMB_N; i++) {
+            if (mode == 0) {
+                CU_ASSERT_EQUAL(k->rc[i], ZKR_OK);
+            } else {
+                CU_ASSERT_TRUE(k->rc[i] == ZKR_OK || k->rc[i] == ZKR_ELOST);
+            }
+            CU_ASSERT_EQUAL(zkt_count_children(raw, k->paths[i]), 0);
+        }
+        /* One alone, one multi (and room for a stray session's close). */
+        if (mode == 0) {
+            CU_ASSERT_TRUE(z1 - z0 - 1 <= 4);
+        }
+        zkr_client_close(k->c);
+        CU_ASSERT_EQUAL(zkr__reqs_live(), 0);
+    }
+    for (int i = 0; i < COMB_N; i++)
+        zkr_mutex_free(k->m[i]);
+    free(k);
+    zkt_raw_close(raw);
+    zkt_proxy_stop(px);
+}
+
+static void test_combined_deletes(void)
+{
+    comb_round(0);
+    comb_round(1);
+    comb_round(2);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("session core", NULL, NULL);
@@ -788,6 +944,8 @@ static void add_suites(void)
                 test_grant_while_down);
     CU_add_test(s, "releases and frees racing zkr_client_close", test_release_racing_close);
     CU_add_test(s, "requests pending at close are answered: no context outlives it", test_pending_at_close);
+    CU_add_test(s, "releases of many threads during a delete in flight: one multi, refused -> one by one, closed",
+                test_combined_deletes);
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
 }

@@ -25,7 +25,10 @@ extern "C" {
  * link that is down, or stalled and not yet detected, release does not
  * wait: the lock is no longer the caller's, release returns ZKR_OK (or
  * ZKR_ELOST), and the delete is finished in the background (until it
- * succeeds; if the session ends first, the node goes with it). */
+ * succeeds; if the session ends first, the node goes with it).  Releases
+ * of many threads on one client are combined: while one delete of the
+ * client's is in flight, the deletes that come meanwhile wait for it and
+ * then go out together as one request; this wait counts too. */
 #define ZKR_RELEASE_WAIT_MS 2000
 
 /* Whether a hold (a lock, a lease) is still safe to act on.
