@@ -35,8 +35,7 @@ struct zkr__zh {
     pthread_mutex_t req_mu;
     pthread_cond_t req_cond; /* signalled when reqs becomes empty */
     zkr__req_t *reqs;       /* req_mu: fire-and-forget requests pending */
-    zkr__zdel_t *dq_head, *dq_tail; /* req_mu: deletes waiting (combine.c) */
-    int dq_inflight;        /* req_mu: a batch of deletes is in flight */
+    zkr__queue_t dq, cq;    /* req_mu: deletes, creates waiting (combine.c) */
 };
 
 /* The connection-state machine's memory (pure: see zkr__sm_step). */

@@ -80,6 +80,7 @@ typedef struct create_op {
     int list_rc;
     zkr__strvec_t children;
     int inited;  /* mu and cond made */
+    zkr__zcreate_t z; /* when sent through the handle's combiner */
 } create_op_t;
 
 static void create_done(int rc, const char *value, const struct Stat *stat, const void *data)
@@ -158,6 +159,26 @@ static void create_send(zkr_client_t *c, zkr__zh_t *h, create_op_t *op, const ch
         op->create_rc = zrc;
     }
     pthread_mutex_unlock(&op->mu);
+}
+
+/* The same through the handle's combiner (an EPHEMERAL_SEQUENTIAL node
+ * without data, listed behind): alone, it goes out at once; while another
+ * batch of the handle's creates is in flight, it waits and goes with the
+ * others as one multi (many threads on one client). */
+static void create_op_combine(zkr_client_t *c, create_op_t *op, const char *path, const char *dir)
+{
+    pthread_mutex_lock(&op->mu);
+    op->pending = 2; /* the create and the listing */
+    pthread_mutex_unlock(&op->mu);
+    op->z = (zkr__zcreate_t){{NULL}, path, dir, zkr__client_acl(c), create_done, list_done, op};
+}
+
+static void create_send_combined(zkr_client_t *c, zkr__zh_t *h, create_op_t *op, const char *path, const char *dir)
+{
+    if (create_op_init(op) != 0)
+        return;
+    create_op_combine(c, op, path, dir);
+    zkr__zh_create(h, &op->z);
 }
 
 static void create_wait(zkr__zh_t *h, create_op_t *op)
@@ -283,7 +304,10 @@ static int node_create(zkr_client_t *c, const char *dir, const char *marker, con
         }
 
         create_op_t op;
-        create_send(c, h, &op, path, dir, data, datalen, mode, children != NULL);
+        if (children && datalen == 0 && mode == ZOO_EPHEMERAL_SEQUENTIAL)
+            create_send_combined(c, h, &op, path, dir);
+        else
+            create_send(c, h, &op, path, dir, data, datalen, mode, children != NULL);
         if (!op.inited) {
             zkr__client_put_handle(c, h);
             free(path);
@@ -451,33 +475,6 @@ static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int
     return rc;
 }
 
-/* What every multi of ours holds: n ops, their results, and a string for
- * each (the path deleted, or the buffer a create's name comes back in). */
-typedef struct multi_ops {
-    size_t n;
-    zoo_op_t *ops;
-    zoo_op_result_t *res;
-    char **str;
-} multi_ops_t;
-
-static int multi_ops_alloc(multi_ops_t *o, size_t n)
-{
-    o->n = n;
-    o->ops = calloc(n, sizeof *o->ops);
-    o->res = calloc(n, sizeof *o->res);
-    o->str = calloc(n, sizeof *o->str);
-    return o->ops && o->res && o->str ? 0 : -1;
-}
-
-static void multi_ops_free(multi_ops_t *o)
-{
-    for (size_t i = 0; o->str && i < o->n; i++)
-        free(o->str[i]);
-    free(o->str);
-    free(o->res);
-    free(o->ops);
-}
-
 /* An answer the sending thread waits for a while (or not at all).  If it
  * stops waiting, the completion settles the answer and frees it. */
 typedef struct awaited {
@@ -635,40 +632,6 @@ static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64
 
 /* ---- deletes awaited together (the multi-lock's release) ---------------------- */
 
-/* The deletes of one handle sent as one multi (one transaction). */
-typedef struct multi_delete {
-    awaited_t aw; /* first */
-    zkr_client_t *c;
-    multi_ops_t mo; /* str: the paths */
-    int64_t *sessions;
-} multi_delete_t;
-
-static void multi_delete_free(multi_delete_t *md)
-{
-    multi_ops_free(&md->mo);
-    free(md->sessions);
-    awaited_destroy(&md->aw);
-    free(md);
-}
-
-static void multi_delete_done(int rc, const void *data)
-{
-    multi_delete_t *md = (multi_delete_t *)data;
-    if (!awaited_answer(&md->aw, rc))
-        return;
-    /* Nobody waits: whatever is not known gone is deleted in the
-     * background (a node already gone fails the whole multi; the
-     * background delete takes "no node" as done). */
-    for (size_t i = 0; rc != ZOK && rc != ZCLOSING && i < md->mo.n; i++)
-        zkr__client_delete_later(md->c, md->mo.str[i], md->sessions[i]);
-    multi_delete_free(md);
-}
-
-static void multi_delete_closing(zkr__req_t *r)
-{
-    multi_delete_done(ZCLOSING, r);
-}
-
 /* A release's delete, kept until zkr__deletes_defer_end sends it. */
 typedef struct defer_entry {
     zkr_client_t *c;      /* entered until the answer is settled */
@@ -676,9 +639,7 @@ typedef struct defer_entry {
     char *path;
     int64_t session;
     int watched;          /* our own watch was on it: wake our waiters once sent */
-    int sent;
-    delete_wait_t *dw;    /* sent alone */
-    multi_delete_t *md;   /* or in this multi */
+    delete_wait_t *dw;    /* its wait, once sent */
     int zrc;              /* the answer, or DELETE_PENDING */
 } defer_entry_t;
 
@@ -707,40 +668,8 @@ static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t se
     char *copy = strdup(path);
     if (!copy)
         return 0;
-    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, watched, 0, NULL, NULL, DELETE_PENDING};
+    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, watched, NULL, DELETE_PENDING};
     return 1;
-}
-
-/* Send the deletes of the k entries g[] (one handle) as one multi; NULL
- * if it could not be sent (the caller sends them one by one). */
-static multi_delete_t *multi_delete_send(defer_entry_t **g, size_t k)
-{
-    multi_delete_t *md = calloc(1, sizeof *md);
-    if (!md)
-        return NULL;
-    if (awaited_init(&md->aw) != 0) {
-        free(md);
-        return NULL;
-    }
-    md->c = g[0]->c;
-    md->sessions = calloc(k, sizeof *md->sessions);
-    int ok = multi_ops_alloc(&md->mo, k) == 0 && md->sessions;
-    for (size_t i = 0; ok && i < k; i++) {
-        ok = (md->mo.str[i] = strdup(g[i]->path)) != NULL;
-        md->sessions[i] = g[i]->session;
-        zoo_delete_op_init(&md->mo.ops[i], md->mo.str[i], -1);
-    }
-    if (!ok) {
-        multi_delete_free(md);
-        return NULL;
-    }
-    zkr__req_start(g[0]->h, &md->aw.req, multi_delete_closing);
-    if (zoo_amulti(zkr__zh(g[0]->h), (int)k, md->mo.ops, md->mo.res, multi_delete_done, md) != ZOK) {
-        zkr__req_end(&md->aw.req);
-        multi_delete_free(md);
-        return NULL;
-    }
-    return md;
 }
 
 void zkr__deletes_defer_begin(void)
@@ -752,28 +681,29 @@ int zkr__deletes_defer_end(void)
 {
     defer_list_t l = deferred;
     memset(&deferred, 0, sizeof deferred); /* from here on, deletes go out at once */
-    defer_entry_t **g = calloc(l.n ? l.n : 1, sizeof *g);
     int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
 
-    /* Send: the deletes of one handle as one multi (one transaction), a
-     * lone one by itself. */
+    /* The deletes of one handle go out together, as one multi (one
+     * transaction; zkr__zh_delete_group sends a refused one again one
+     * delete at a time). */
     for (size_t i = 0; i < l.n; i++) {
-        if (l.e[i].sent)
-            continue;
-        size_t k = 0;
-        for (size_t j = i; g && j < l.n; j++)
-            if (!l.e[j].sent && l.e[j].h == l.e[i].h)
-                g[k++] = &l.e[j];
-        multi_delete_t *md = k >= 2 ? multi_delete_send(g, k) : NULL;
-        if (md) {
-            for (size_t j = 0; j < k; j++) {
-                g[j]->md = md;
-                g[j]->sent = 1;
+        if (l.e[i].dw || l.e[i].zrc != DELETE_PENDING)
+            continue; /* sent, or could not be */
+        zkr__qlink_t *group = NULL, **tail = &group;
+        for (size_t j = i; j < l.n; j++) {
+            defer_entry_t *e = &l.e[j];
+            if (e->h != l.e[i].h || e->dw || e->zrc != DELETE_PENDING)
+                continue;
+            if (!(e->dw = delete_wait_new(e->c, e->path, e->session))) {
+                e->zrc = ZSYSTEMERROR; /* settled: deleted in the background */
+                continue;
             }
-        } else {
-            l.e[i].dw = delete_send(l.e[i].c, l.e[i].h, l.e[i].path, l.e[i].session, &l.e[i].zrc);
-            l.e[i].sent = 1;
+            *tail = &e->dw->del.link;
+            tail = &e->dw->del.link.next;
         }
+        *tail = NULL;
+        if (group)
+            zkr__zh_delete_group(l.e[i].h, (zkr__zdel_t *)group);
     }
     /* Our own session's waiters on these nodes lost their watch with ours:
      * wake them now the deletes are on their way. */
@@ -781,50 +711,24 @@ int zkr__deletes_defer_end(void)
         if (l.e[i].watched)
             zkr__waiters_wake_path(l.e[i].c, l.e[i].path);
 
-    /* A multi refused as a whole (a node already gone, say) deletes
-     * nothing: its nodes go one by one.  The link's trouble is settled
-     * per node. */
-    for (size_t i = 0; i < l.n; i++) {
-        multi_delete_t *md = l.e[i].md;
-        if (!md)
-            continue;
-        int done = awaited_wait(&md->aw, deadline);
-        int rc = done ? zkr__zh_answer(zkr__zh(l.e[i].h), md->aw.rc) : DELETE_PENDING;
-        int resend = rc != ZOK && rc != DELETE_PENDING && zkr__zk_class(rc) == ZKR__ZC_FINAL;
-        for (size_t j = i; j < l.n; j++) {
-            if (l.e[j].md != md)
-                continue;
-            l.e[j].md = NULL;
-            if (resend)
-                l.e[j].dw = delete_send(l.e[j].c, l.e[j].h, l.e[j].path, l.e[j].session, &l.e[j].zrc);
-            else
-                l.e[j].zrc = rc;
-        }
-        if (done)
-            multi_delete_free(md);
-    }
-    for (size_t i = 0; i < l.n; i++) {
-        delete_wait_t *dw = l.e[i].dw;
-        if (dw && awaited_wait(&dw->aw, deadline)) {
-            l.e[i].zrc = zkr__zh_answer(zkr__zh(l.e[i].h), dw->aw.rc);
-            delete_wait_free(dw);
-        } else if (dw) {
-            l.e[i].zrc = DELETE_PENDING; /* its completion settles it */
-        }
-    }
-
     int first = ZKR_OK;
     for (size_t i = 0; i < l.n; i++) {
-        if (l.e[i].zrc != DELETE_PENDING) {
-            int rc = delete_settle(l.e[i].c, l.e[i].path, l.e[i].session, l.e[i].zrc, 0);
+        defer_entry_t *e = &l.e[i];
+        if (e->dw && awaited_wait(&e->dw->aw, deadline)) {
+            e->zrc = zkr__zh_answer(zkr__zh(e->h), e->dw->aw.rc);
+            delete_wait_free(e->dw);
+        } else if (e->dw) {
+            e->zrc = DELETE_PENDING; /* its completion settles it */
+        }
+        if (e->zrc != DELETE_PENDING) {
+            int rc = delete_settle(e->c, e->path, e->session, e->zrc, 0);
             if (rc != ZKR_OK && first == ZKR_OK)
                 first = rc;
         }
-        zkr__client_put_handle(l.e[i].c, l.e[i].h);
-        zkr__client_leave(l.e[i].c);
-        free(l.e[i].path);
+        zkr__client_put_handle(e->c, e->h);
+        zkr__client_leave(e->c);
+        free(e->path);
     }
-    free(g);
     free(l.e);
     return first;
 }
@@ -1050,109 +954,28 @@ zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr
     return p;
 }
 
-/* Several prefetches' creates as one multi: one transaction on the server
- * (one log write, not one per node), every listing right behind it.  A
- * multi's answer carries no Stat, and the fencing token is the czxid: the
- * nodes of one transaction share it, so the completion asks for one of
- * them (an exists, sent at once from the completion: it is answered right
- * after the listings) and gives its czxid and owner to every member. */
-typedef struct multi_create {
-    zkr__zh_t *h;
-    multi_ops_t mo; /* str: the created names, as the server gives them */
-    zkr__prefetch_t **m;
-} multi_create_t;
-
-static void multi_create_free(multi_create_t *mc)
+/* Several prefetches' creates (one handle, distinct directories) as one
+ * multi: one transaction on the server, one log write instead of one per
+ * node (zkr__zh_create_group).  0, or -1 if nothing was set up (the
+ * caller sends them one by one). */
+static int prefetch_group_send(zkr__prefetch_t **m, size_t n)
 {
-    multi_ops_free(&mc->mo);
-    free(mc->m);
-    free(mc);
-}
-
-/* Every member's create is answered `rc` (the multi's, or the exists'). */
-static void multi_create_finish(multi_create_t *mc, int rc, const struct Stat *stat)
-{
-    for (size_t i = 0; i < mc->mo.n; i++)
-        create_done(rc, mc->mo.str[i], stat, &mc->m[i]->op);
-    multi_create_free(mc);
-}
-
-static void multi_create_stat(int rc, const struct Stat *stat, const void *data)
-{
-    /* Our node not there, or no answer: whatever the multi made is
-     * deleted by its prefix, as after a lost reply. */
-    if (rc != ZOK && zkr__zk_class(rc) == ZKR__ZC_FINAL)
-        rc = ZCONNECTIONLOSS;
-    multi_create_finish((multi_create_t *)data, rc, rc == ZOK ? stat : NULL);
-}
-
-static void multi_create_done(int rc, const void *data)
-{
-    multi_create_t *mc = (multi_create_t *)data;
-    if (rc == ZOK) {
-        rc = zoo_aexists(zkr__zh(mc->h), mc->mo.str[0], 0, multi_create_stat, mc);
-        if (rc == ZOK)
-            return;
-        rc = ZCONNECTIONLOSS;
-    }
-    multi_create_finish(mc, rc, NULL);
-}
-
-/* Send m[0..n) (n >= 2, one handle) as one multi.  0, or -1 if nothing
- * was sent and nothing is set up (the caller sends them one by one). */
-static int multi_create_send(zkr__prefetch_t **m, size_t n)
-{
-    zkr_client_t *c = m[0]->c;
-    zkr__zh_t *h = m[0]->h;
-    multi_create_t *mc = calloc(1, sizeof *mc);
-    if (!mc)
-        return -1;
-    mc->h = h;
-    mc->m = calloc(n, sizeof *mc->m);
-    int ok = multi_ops_alloc(&mc->mo, n) == 0 && mc->m;
-    for (size_t i = 0; ok && i < n; i++) {
-        int len = (int)strlen(m[i]->path) + 16; /* the 10-digit sequence, and more */
-        ok = (mc->mo.str[i] = calloc(1, (size_t)len)) != NULL;
-        if (ok) {
-            mc->m[i] = m[i];
-            zoo_create_op_init(&mc->mo.ops[i], m[i]->path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL,
-                               mc->mo.str[i], len);
-        }
-    }
     size_t inited = 0;
-    while (ok && inited < n && create_op_init(&m[inited]->op) == 0)
+    while (inited < n && create_op_init(&m[inited]->op) == 0)
         inited++;
-    if (!ok || inited < n) {
+    if (inited < n) {
         for (size_t i = 0; i < inited; i++) {
             pthread_cond_destroy(&m[i]->op.cond);
             pthread_mutex_destroy(&m[i]->op.mu);
             m[i]->op.inited = 0;
         }
-        multi_create_free(mc);
         return -1;
     }
-    /* Counted before the send: the answer may come before we look again. */
     for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&m[i]->op.mu);
-        m[i]->op.pending = 1;
-        pthread_mutex_unlock(&m[i]->op.mu);
+        create_op_combine(m[i]->c, &m[i]->op, m[i]->path, m[i]->dir);
+        m[i]->op.z.link.next = i + 1 < n ? &m[i + 1]->op.z.link : NULL;
     }
-    int zrc = zoo_amulti(zkr__zh(h), (int)n, mc->mo.ops, mc->mo.res, multi_create_done, mc);
-    if (zrc != ZOK) {
-        for (size_t i = 0; i < n; i++) {
-            pthread_mutex_lock(&m[i]->op.mu);
-            m[i]->op.pending = 0;
-            m[i]->op.create_rc = zrc;
-            pthread_mutex_unlock(&m[i]->op.mu);
-        }
-        multi_create_free(mc);
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&m[i]->op.mu);
-        list_send_locked(h, &m[i]->op, m[i]->dir);
-        pthread_mutex_unlock(&m[i]->op.mu);
-    }
+    zkr__zh_create_group(m[0]->h, &m[0]->op.z);
     return 0;
 }
 
@@ -1167,10 +990,18 @@ void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__pre
         /* Every later one on the same handle (one client, one session)
          * goes in the same multi. */
         size_t k = 0;
-        for (size_t j = i; group && j < n; j++)
-            if (out[j] && !out[j]->sent && out[j]->h == out[i]->h)
+        for (size_t j = i; group && j < n; j++) {
+            if (!out[j] || out[j]->sent || out[j]->h != out[i]->h)
+                continue;
+            /* One node per directory in a transaction: two holders of one
+             * lock never share a fencing token. */
+            int dup = 0;
+            for (size_t g = 0; g < k && !dup; g++)
+                dup = strcmp(group[g]->dir, out[j]->dir) == 0;
+            if (!dup)
                 group[k++] = out[j];
-        if (k >= 2 && multi_create_send(group, k) == 0) {
+        }
+        if (k >= 2 && prefetch_group_send(group, k) == 0) {
             for (size_t j = 0; j < k; j++)
                 group[j]->sent = 1;
         } else {

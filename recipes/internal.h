@@ -96,10 +96,19 @@ void zkr__req_end(zkr__req_t *r);
 /* Requests registered and not yet answered, over every handle (tests). */
 long zkr__reqs_live(void);
 
+/* The combiners' queues (combine.c): a link first in each request. */
+typedef struct zkr__qlink {
+    struct zkr__qlink *next;
+} zkr__qlink_t;
+typedef struct zkr__queue {
+    zkr__qlink_t *head, *tail;
+    int inflight; /* one of its batches is in flight */
+} zkr__queue_t;
+
 /* A delete through its handle's combiner (combine.c). */
 typedef struct zkr__zdel zkr__zdel_t;
 struct zkr__zdel {
-    zkr__zdel_t *next; /* the combiner's */
+    zkr__qlink_t link; /* first: the combiner's */
     const char *path;  /* valid until done runs */
     /* Exactly once, with the delete's answer: on the C client's completion
      * thread, on the caller's if nothing could be sent, or by the handle's
@@ -112,6 +121,37 @@ struct zkr__zdel {
  * as a whole (a node already gone fails it) is sent again one delete at a
  * time, so each gets its own answer.  Registered on h while in flight. */
 void zkr__zh_delete(zkr__zh_t *h, zkr__zdel_t *d);
+/* The deletes of list (linked through link) as one multi now, whatever is
+ * in flight (the multi-lock's release); a refused multi is sent again one
+ * delete at a time. */
+void zkr__zh_delete_group(zkr__zh_t *h, zkr__zdel_t *list);
+
+/* A create (EPHEMERAL_SEQUENTIAL, no data) with its directory listed after
+ * it, through its handle's combiner (combine.c).  `created` and `listed`
+ * each run exactly once, as zoo_acreate2's and zoo_aget_children's
+ * completions would (with `data`), also when nothing could be sent. */
+typedef struct zkr__zcreate zkr__zcreate_t;
+struct zkr__zcreate {
+    zkr__qlink_t link;    /* first: the combiner's */
+    const char *path;     /* valid until both have run */
+    const char *dir;
+    const struct ACL_vector *acl;
+    string_stat_completion_t created;
+    strings_completion_t listed;
+    const void *data;
+};
+/* If one of h's batches of creates is in flight, z waits and goes out with
+ * every other create that came meanwhile (one per directory), as one
+ * multi, when that one is answered; else at once, its listing right
+ * behind it.  A multi's creates share one czxid (the fencing token),
+ * asked for with one exists after the answer, the listings sent before
+ * it; a multi refused as a whole (a directory missing) is sent again one
+ * create at a time. */
+void zkr__zh_create(zkr__zh_t *h, zkr__zcreate_t *z);
+/* The creates of list (distinct directories) as one multi now, whatever
+ * is in flight, each listing right behind it (the multi-lock's parts: one
+ * round trip); a refused multi answers every create with the refusal. */
+void zkr__zh_create_group(zkr__zh_t *h, zkr__zcreate_t *list);
 
 /* The session the handle is (or was last) connected with; 0 if none yet. */
 int64_t zkr__zh_session(zkr_client_t *c, const zkr__zh_t *h);

@@ -803,6 +803,20 @@ static void *comb_main(void *p)
     return NULL;
 }
 
+/* Close c (unless closed already: NULL), nothing left registered; free
+ * the mutexes, the raw handle, the proxy. */
+static void comb_end(zkr_client_t *c, zkr_mutex_t **m, zhandle_t *raw, zkt_proxy_t *px)
+{
+    if (c) {
+        zkr_client_close(c);
+        CU_ASSERT_EQUAL(zkr__reqs_live(), 0);
+    }
+    for (int i = 0; i < COMB_N; i++)
+        zkr_mutex_free(m[i]);
+    zkt_raw_close(raw);
+    zkt_proxy_stop(px);
+}
+
 static void *close_main(void *c)
 {
     zkr_client_close(c);
@@ -894,6 +908,7 @@ static void comb_round(int mode)
          * session. */
         for (int i = 0; i < COMB_N; i++)
             CU_ASSERT_TRUE(zkt_wait_children(raw, k->paths[i], 0, SESSION_MS + 3000));
+        comb_end(NULL, k->m, raw, px);
     } else {
         zkt_proxy_stall(px, 0);
         for (int i = 0; i < COMB_N; i++)
@@ -912,14 +927,9 @@ static void comb_round(int mode)
         if (mode == 0) {
             CU_ASSERT_TRUE(z1 - z0 - 1 <= 4);
         }
-        zkr_client_close(k->c);
-        CU_ASSERT_EQUAL(zkr__reqs_live(), 0);
+        comb_end(k->c, k->m, raw, px);
     }
-    for (int i = 0; i < COMB_N; i++)
-        zkr_mutex_free(k->m[i]);
     free(k);
-    zkt_raw_close(raw);
-    zkt_proxy_stop(px);
 }
 
 static void test_combined_deletes(void)
@@ -927,6 +937,130 @@ static void test_combined_deletes(void)
     comb_round(0);
     comb_round(1);
     comb_round(2);
+}
+
+/* ---- acquires of many threads while a create is in flight: one multi ---------------- */
+
+/* mode 2: two threads in the middle (both queued behind the first) */
+#define SH0 10
+#define SH1 11
+
+typedef struct ccomb {
+    zkr_mutex_t *m[COMB_N];
+    int rc[COMB_N], order[COMB_N];
+    int64_t tok[COMB_N];
+    atomic_int done, let_go;
+    int shared; /* threads SH0 and SH1 share a path: each lets go when told */
+} ccomb_t;
+
+static void *ccomb_main(void *p)
+{
+    comb_arg_t *a = p;
+    ccomb_t *k = (ccomb_t *)a->k;
+    k->rc[a->i] = zkr_mutex_acquire(k->m[a->i], 10000);
+    if (k->rc[a->i] == ZKR_OK)
+        zkr_mutex_fencing_token(k->m[a->i], &k->tok[a->i]);
+    k->order[a->i] = atomic_fetch_add(&k->done, 1);
+    if (k->shared && (a->i == SH0 || a->i == SH1)) {
+        for (int t = 0; t < 20000 && !atomic_load(&k->let_go); t += 5)
+            zkt_sleep_ms(5);
+        if (k->rc[a->i] == ZKR_OK)
+            zkr_mutex_release(k->m[a->i]);
+    }
+    return NULL;
+}
+
+/* COMB_N threads of one client acquire while the link is stalled: the
+ * first create goes alone, the others wait for it and go out as one multi
+ * (2 transactions, not COMB_N); every token is its node's czxid.  mode 1:
+ * two of the directories do not exist yet: the multi is refused and each
+ * create goes on its own, the parents made.  mode 2: two threads on ONE
+ * path, both queued: their nodes are never in one transaction (one token
+ * each). */
+static void ccomb_round(int mode)
+{
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zhandle_t *raw = zkt_raw();
+    ccomb_t *k = calloc(1, sizeof *k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    k->shared = mode == 2;
+    char base[128], paths[COMB_N][160];
+    zkt_path("ccombined", base, sizeof base);
+    zoo_create(raw, "/zkr-test", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    for (int i = 0; i < COMB_N; i++) {
+        int same = mode == 2 && i == SH1;
+        snprintf(paths[i], sizeof paths[i], "%s-%d-%d", base, mode, same ? SH0 : i);
+        CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&k->m[i], c, paths[i]), ZKR_OK);
+        /* the directories exist (but two in mode 1) */
+        if (!(mode == 1 && (i == 5 || i == 6)))
+            zoo_create(raw, paths[i], "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    }
+    CU_ASSERT_TRUE(zkt_wait_for(client_usable, c, 10000));
+    int64_t z0 = probe_zxid(raw, base);
+    zkt_proxy_stall(px, 1);
+    zkt_sleep_ms(50);
+    pthread_t th[COMB_N];
+    comb_arg_t args[COMB_N];
+    for (int i = 0; i < COMB_N; i++) {
+        args[i] = (comb_arg_t){(comb_t *)k, i};
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, ccomb_main, &args[i]), 0);
+    }
+    zkt_sleep_ms(400);
+    CU_ASSERT_EQUAL(atomic_load(&k->done), 0);
+    zkt_proxy_stall(px, 0);
+    /* mode 2: the second on the shared path waits for the first's release */
+    for (int t = 0; t < 10000 && atomic_load(&k->done) < COMB_N - (mode == 2); t += 10)
+        zkt_sleep_ms(10);
+    int64_t z1 = probe_zxid(raw, base);
+    printf("\n    mode %d: %lld transactions for %d creates ", mode, (long long)(z1 - z0 - 1),
+           COMB_N - (mode == 2));
+    for (int i = 0; i < COMB_N; i++) {
+        if (mode == 2 && (i == SH0 || i == SH1))
+            continue; /* below */
+        CU_ASSERT_EQUAL(k->rc[i], ZKR_OK);
+        /* the token is the node's own czxid */
+        struct String_vector sv;
+        CU_ASSERT_EQUAL_FATAL(zoo_get_children(raw, paths[i], 0, &sv), ZOK);
+        int64_t czxid = 0;
+        for (int j = 0; j < sv.count; j++) {
+            char node[256];
+            struct Stat st;
+            snprintf(node, sizeof node, "%.160s/%.80s", paths[i], sv.data[j]);
+            if (zoo_exists(raw, node, 0, &st) == ZOK && (czxid == 0 || st.czxid < czxid))
+                czxid = st.czxid;
+        }
+        deallocate_String_vector(&sv);
+        CU_ASSERT_EQUAL(k->tok[i], czxid);
+    }
+    if (mode == 0) {
+        /* one alone, one multi (and room for a stray session's close) */
+        CU_ASSERT_TRUE(z1 - z0 - 1 <= 4);
+    }
+    if (mode == 2) {
+        /* The shared path's second thread gets it after the first lets go,
+         * with a larger token: their nodes were never one transaction. */
+        atomic_store(&k->let_go, 1);
+        for (int t = 0; t < 10000 && atomic_load(&k->done) < COMB_N; t += 10)
+            zkt_sleep_ms(10);
+        CU_ASSERT_EQUAL(k->rc[SH0], ZKR_OK);
+        CU_ASSERT_EQUAL(k->rc[SH1], ZKR_OK);
+        int first = k->order[SH0] < k->order[SH1] ? SH0 : SH1;
+        CU_ASSERT_TRUE(k->tok[SH0 + SH1 - first] > k->tok[first]);
+    }
+    for (int i = 0; i < COMB_N; i++)
+        pthread_join(th[i], NULL);
+    /* each thread holds its own: released by close with the session */
+    comb_end(c, k->m, raw, px);
+    free(k);
+}
+
+static void test_combined_creates(void)
+{
+    ccomb_round(0);
+    ccomb_round(1);
+    ccomb_round(2);
 }
 
 static void add_suites(void)
@@ -946,6 +1080,8 @@ static void add_suites(void)
     CU_add_test(s, "requests pending at close are answered: no context outlives it", test_pending_at_close);
     CU_add_test(s, "releases of many threads during a delete in flight: one multi, refused -> one by one, closed",
                 test_combined_deletes);
+    CU_add_test(s, "acquires of many threads during a create in flight: one multi, refused -> one by one, one per path",
+                test_combined_creates);
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
 }
