@@ -190,10 +190,20 @@ static void batch_answer(batch_t *b, int rc, int can_send)
     batch_free(b);
 }
 
+/* The C client answers a multi still pending when its handle closes with
+ * a made-up reply that a multi cannot read: ZMARSHALLINGERROR, not
+ * ZCLOSING.  No server says that; its fate is unknown, as after a lost
+ * connection. */
+static int multi_rc(const batch_t *b, int rc)
+{
+    return b->n > 1 && rc == ZMARSHALLINGERROR ? ZCONNECTIONLOSS : rc;
+}
+
 static void batch_done(int rc, const void *data)
 {
     batch_t *b = (batch_t *)data;
     zkr__req_end(&b->req);
+    rc = multi_rc(b, rc);
     batch_answer(b, rc, rc != ZCLOSING);
 }
 
@@ -328,6 +338,7 @@ static void cbatch_multi_done(int rc, const void *data)
 {
     batch_t *b = (batch_t *)data;
     zkr__req_end(&b->req);
+    rc = multi_rc(b, rc);
     zkr__zh_t *h = b->h;
     int alone = b->alone;
     if (rc == ZOK) {
