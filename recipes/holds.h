@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-#include "recipes/engine.h"
+#include "engine/engine.h"
 
 typedef struct zkr__hold {
     pthread_t tid;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/async.h"
-#include "recipes/internal.h"
+#include "recipes/recipes.h"
+#include "core/core.h"
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
 

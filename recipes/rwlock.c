@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/async.h"
+#include "recipes/recipes.h"
 #include "recipes/holds.h"
 #include "zkr/mutex.h"
 #include "zkr/rwlock.h"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/async.h"
-#include "recipes/engine.h"
+#include "recipes/recipes.h"
+#include "engine/engine.h"
 #include "zkr/mutex.h"
 #include "zkr/semaphore.h"
 

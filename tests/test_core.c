@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 #include "zkr/async.h"
-#include "recipes/engine.h"
+#include "engine/engine.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 

@@ -33,17 +33,7 @@ mandir=$dest$ZKR_MANDIR
 incdir=$dest$ZKR_INCLUDEDIR
 libdir=$dest$ZKR_LIBDIR
 
-pass=0
-fail=0
-check() { # check NAME STATUS
-    if [ "$2" = 0 ]; then
-        pass=$((pass + 1))
-        echo "ok:   $1"
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $1"
-    fi
-}
+. "$srcdir/tests/harness/checks.sh"
 
 for tool in groff man "$CC"; do
     command -v "$tool" >/dev/null || { echo "test_docs: $tool is missing (scripts/test.sh installs groff-base and man-db)"; }
@@ -163,8 +153,4 @@ else
 fi
 check "zkr_version() of the installed library equals ZKR_VERSION" $st
 
-echo
-echo "Run Summary:    Type  Total    Ran Passed Failed Inactive"
-printf "               tests %6d %6d %6d %6d %8d\n" $((pass + fail)) $((pass + fail)) $pass $fail 0
-echo "docs: $pass passed, $fail failed"
-[ $fail = 0 ]
+summary docs

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/core.h"
-#include "recipes/engine.h"
+#include "core/core_private.h"
+#include "engine/engine.h"
 
 /* ---- the state machine -------------------------------------------------------- */
 

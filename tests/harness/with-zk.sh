@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 prog=$1; shift
 
 case $(basename "$prog") in
-test_util*|test_units*|test_docs*|test_fuzz_corpus*) needs_server=0 ;;
+test_util*|test_units*|test_docs*|test_layers*|test_fuzz_corpus*) needs_server=0 ;;
 *) needs_server=1 ;;
 esac
 

@@ -19,32 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 
-
-/* ---- callbacks ------------------------------------------------------------ */
-
-void zkr__callback_begin_locked(zkr_client_t *c, void *obj)
-{
-    c->calling = obj;
-}
-
-void zkr__callback_end_locked(zkr_client_t *c)
-{
-    c->calling = NULL;
-    pthread_cond_broadcast(&c->cond);
-}
-
-int zkr__callback_wait_locked(zkr_client_t *c, const void *obj)
-{
-    /* Callbacks run only on the client thread, one at a time: on that
-     * thread, obj's callback running means we are inside it. */
-    if (c->thread_started && pthread_equal(pthread_self(), c->thread))
-        return c->calling == obj;
-    while (c->calling == obj)
-        pthread_cond_wait(&c->cond, &c->mu);
-    return 0;
-}
 
 /* ---- users, objects ----------------------------------------------------------- */
 
@@ -172,7 +148,7 @@ int zkr_client_wait_connected(zkr_client_t *c, int64_t timeout_ms)
 static int work_pending_locked(const zkr_client_t *c)
 {
     return c->raw_n > 0 || c->raw_overflow || c->rep_n > 0 || c->tracks_dirty || c->sev_head ||
-           zkr__async_pending_locked(c);
+           (c->hooks && c->hooks->pending_locked(c));
 }
 
 static void *client_main(void *arg)
@@ -199,8 +175,7 @@ static void *client_main(void *arg)
         d = zkr__tracks_watch_locked(c);
         if (d < next)
             next = d;
-        d = zkr__async_run_locked(c);
-        if (d < next)
+        if (c->hooks && (d = c->hooks->run_locked(c)) < next)
             next = d;
         if (!work_pending_locked(c) && !c->closing)
             zkr__cond_wait_until(&c->wake, &c->mu, next);
@@ -213,7 +188,8 @@ static void *client_main(void *arg)
 
 static void client_free(zkr_client_t *c)
 {
-    zkr__async_free(c);
+    if (c->hooks)
+        c->hooks->free(c);
     zkr__subs_free(c);
     zkr__tracks_free(c);
     zkr__deletes_free(c);
@@ -368,6 +344,24 @@ int zkr_client_with_handle(zkr_client_t *c, zkr_handle_fn fn, void *ctx)
     return rc;
 }
 
+/* 1 if the calling thread runs a completion of the layer above (its
+ * dispatch): close would wait for that very call. */
+static int in_dispatch(zkr_client_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    const zkr__hooks_t *hooks = c->hooks;
+    pthread_mutex_unlock(&c->mu);
+    return hooks && hooks->in_dispatch(c);
+}
+
+void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks)
+{
+    pthread_mutex_lock(&c->mu);
+    if (!c->hooks)
+        c->hooks = hooks;
+    pthread_mutex_unlock(&c->mu);
+}
+
 int zkr_client_close(zkr_client_t *c)
 {
     if (!c)
@@ -376,7 +370,7 @@ int zkr_client_close(zkr_client_t *c)
      * on its thread: closing from there would join that very thread; a
      * zkr_client_with_handle function is a user close would wait for. */
     if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) || in_handle_fn == c ||
-        zkr__async_in_dispatch(c))
+        in_dispatch(c))
         return ZKR_EDEADLK;
     pthread_mutex_lock(&c->mu);
     if (c->closing) {
@@ -421,8 +415,13 @@ int zkr_client_close(zkr_client_t *c)
         ret = n;
     }
 
-    /* Every ZooKeeper completion has run: end the asynchronous acquires. */
-    zkr__async_close(c);
+    /* Every ZooKeeper completion has run: the layer above ends what it
+     * still has in flight (the asynchronous acquires). */
+    pthread_mutex_lock(&c->mu);
+    const zkr__hooks_t *hooks = c->hooks;
+    pthread_mutex_unlock(&c->mu);
+    if (hooks)
+        hooks->close(c);
 
     pthread_mutex_lock(&c->mu);
     c->closed = 1;

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 
 struct zkr__track {
     uint64_t id;

@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 
 struct zkr__listener {
     zkr_state_fn fn;
@@ -94,7 +94,8 @@ int zkr__listeners_deliver_next_locked(zkr_client_t *c)
     }
     reap_removed_locked(c);
     zkr__tracks_apply_locked(c, s);
-    zkr__async_state_locked(c, s);
+    if (c->hooks)
+        c->hooks->state_locked(c, s);
     return 1;
 }
 

@@ -3,7 +3,7 @@
 #include "config.h"
 
 
-#include "recipes/internal.h"
+#include "core/core.h"
 #include "zkr/errors.h"
 
 const char *zkr_version(void)

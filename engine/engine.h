@@ -8,7 +8,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "recipes/internal.h"
+#include "core/core.h"
+
+/* ---- engine/wait.c: the blocking path's watch-and-wait loop ---- */
+
+/* One look at a watched condition, for zkr__watch_loop: make the reads on
+ * handle h, setting watches with zkr__waiter_watcher()/ctx(w), and decide.
+ * `can_wait` is 0 when the deadline has passed (do not set a watch then:
+ * return ZKR_ETIMEDOUT).  Returns ZKR_OK or a negative ZKR_E... code (the
+ * loop ends with it), or one of: */
+#define ZKR__STEP_WAIT 1      /* watches set: wait for one to fire */
+#define ZKR__STEP_AGAIN 2     /* look again at once */
+#define ZKR__STEP_RECONNECT 3 /* connection or session trouble: wait until
+                                 the session is usable again, then look */
+typedef int (*zkr__step_fn)(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
+                            int can_wait);
+
+/* The one watch-and-wait loop of the library.  Work that belongs to
+ * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.  If
+ * `own` is not NULL (the tracked node the work waits with), its deletion
+ * by someone else wakes the loop too.  Returns what step returned, or
+ * ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
+int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
+                    void *arg);
 
 /* Decide whether the node at index `ours` of the sorted children holds the
  * lock.  Returns 1 (held), 0 (not held: *watch is the index of the one node
@@ -141,6 +163,11 @@ void zkr__prefetch_free(zkr__prefetch_t *p);
  * node. */
 int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids);
 
+/* The node offered (zkr__prefetch_offer) for this very queue, if any: 1 if
+ * taken (the caller owns *out and *kids), else 0. */
+int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
+                               zkr__strvec_t *kids);
+
 /* Full acquire: create our node and wait until the driver says it is held,
  * or the deadline.  Returns ZKR_OK (out filled), ZKR_ETIMEDOUT, ZKR_ECLOSED,
  * ZKR_ESESSIONLOST (our node vanished with the session while waiting),
@@ -167,5 +194,34 @@ int zkr__participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv
 
 /* List dir's children (no watch).  ZNONODE gives an empty list. */
 int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out);
+
+/* ---- inside the engine only (node.c's create, used by prefetch.c) ---- */
+
+/* The create and the listing behind it; the completions signal the
+ * caller through the op's own mutex (no client-wide lock on this path). */
+typedef struct zkr__create_op {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int pending;
+    int create_rc;
+    char *created;
+    struct Stat stat;
+    int list_rc;
+    zkr__strvec_t children;
+    int inited;  /* mu and cond made */
+    zkr__zcreate_t z; /* when sent through the handle's combiner */
+} zkr__create_op_t;
+
+/* An op before anything is sent: 0, or -1 (op->inited stays 0). */
+int zkr__create_op_init(zkr__create_op_t *op);
+/* Make op ready for the handle's combiner (op->z), counting the create and
+ * its listing as pending. */
+void zkr__create_op_combine(zkr_client_t *c, zkr__create_op_t *op, const char *path, const char *dir);
+/* Send the create of `path` on h, and the listing of dir right behind it
+ * if `list`.  Wait with zkr__create_wait, whatever happened. */
+void zkr__create_send(zkr_client_t *c, zkr__zh_t *h, zkr__create_op_t *op, const char *path, const char *dir,
+                      const char *data, int datalen, int mode, int list);
+/* Wait for every answer op is owed (none if nothing was set up). */
+void zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 
 #define HOSTS_MAX 4096
 

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "recipes/core.h"
+#include "core/core_private.h"
 
 #define SLOTS 64
 

@@ -1,22 +1,29 @@
-/* The session core's private header: the client structure and what its
- * rooms (client.c, session.c, waiters.c, tracks.c, deletes.c,
- * listeners.c) say to each other.  Recipes never include it: they use
- * recipes/internal.h.
+/* The session core's private header: the client structure and what the
+ * core's files say to each other.  Bottom up (each calls only those before
+ * it; tests/test_layers.sh checks it): errors.c, log.c, options.c,
+ * states.c, calls.c, waiters.c, session.c, subs.c, tracks.c, listeners.c,
+ * deletes.c, combine.c, client.c.  The recipes never include it: they use
+ * core/core.h.  The engine's asynchronous acquires (engine/aop.h) use the
+ * client mutex and their own fields below.
  *
  * Locks, in the only order they may be taken:
  *   1. a lock object's own mutex (zkr_mutex_t.mu, ...), recipes only;
  *   2. c->mu, the client mutex;
- *   3. c->wmu, the waiters mutex;
- *   4. ZooKeeper's own locks (inside zoo_a* calls).
+ *   3. a handle's h->req_mu (combine.c, session.c: its registered requests
+ *      and combiner queues), taken under c->mu by the asynchronous sends;
+ *   4. c->wmu, the waiters mutex;
+ *   5. ZooKeeper's own locks (inside zoo_a* calls).
+ * The program's log function may be called with c->mu held (see
+ * zkr_log_fn: it must not call into the library).
  * No lock of ours is held across a synchronous ZooKeeper call or a user
  * callback.  Asynchronous zoo_a* calls may be made under c->mu: they only
  * queue the request and never run their completion before returning
  * (completions run on ZooKeeper's completion thread, which takes c->mu
  * itself). */
-#ifndef ZKR_CORE_H
-#define ZKR_CORE_H
+#ifndef ZKR_CORE_PRIVATE_H
+#define ZKR_CORE_PRIVATE_H
 
-#include "recipes/internal.h"
+#include "core/core.h"
 
 #define ZKR__RAW_MAX 64
 #define ZKR__REPORT_MAX 64
@@ -130,7 +137,7 @@ struct zkr_client {
     zkr__pending_delete_t *deletes;
     int deletes_abandoned;    /* given up since open (logged) */
 
-    /* ---- waiters.c: subscriptions (the waiters are under wmu) ---- */
+    /* ---- subs.c (the waiters are under wmu) ---- */
     zkr__sub_t *subs;
     zkr__sub_event_t *sev_head, *sev_tail;
 
@@ -144,7 +151,12 @@ struct zkr_client {
     int tracks_dirty;         /* some track's state differs from what its
                                  listener was told */
 
-    /* ---- async.c: asynchronous acquires ---- */
+    /* ---- the layer above (engine/): what the client thread and close
+     * call (set once, never changed) ---- */
+    const zkr__hooks_t *hooks;
+
+    /* ---- engine/async*.c: asynchronous acquires (owned by the engine;
+     * the core never touches them) ---- */
     zkr__aop_t *aops, *aops_tail;   /* every one not yet freed, oldest first */
     zkr__aop_t *aready, *aready_tail; /* with something for the client thread */
     zkr__aop_t *adone, *adone_tail; /* completions waiting to be dispatched */
@@ -184,6 +196,9 @@ void zkr__session_process_locked(zkr_client_t *c);
 int64_t zkr__session_tick_locked(zkr_client_t *c);
 /* Close retired handles nobody uses any more.  c->mu held. */
 void zkr__session_close_retired_locked(zkr_client_t *c);
+/* Record the answer to a request on h: "session expired/moved" on the
+ * current handle declares the session LOST at once.  c->mu held. */
+void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc);
 int zkr__is_usable_state(zkr_state_t s);
 int zkr__is_connected_state(zkr_state_t s);
 /* 1 if the client is usable now (CONNECTED/RECONNECTED, connected).  c->mu held. */
@@ -201,6 +216,8 @@ void zkr__listeners_free(zkr_client_t *c);
 
 /* ---- waiters.c ---- */
 void zkr__waiters_wake_all(zkr_client_t *c, unsigned bits);
+
+/* ---- subs.c ---- */
 /* Run one queued subscription event.  c->mu held, dropped around the
  * call.  Returns 1 if there was one. */
 int zkr__subs_run_next_locked(zkr_client_t *c);
@@ -224,26 +241,6 @@ int64_t zkr__tracks_watch_locked(zkr_client_t *c);
 int64_t zkr__deletes_run_locked(zkr_client_t *c);
 void zkr__deletes_free(zkr_client_t *c);
 
-/* ---- async.c ---- */
-/* Step the asynchronous acquires that have news, end those past their
- * deadline, and (ZKR_DISPATCH_THREAD) run their completions.  c->mu held,
- * dropped around each step.  Returns the next deadline. */
-int64_t zkr__async_run_locked(zkr_client_t *c);
-/* A state was delivered (after the listeners): pending acquires look again
- * (LOST ends those whose node went with the session).  c->mu held. */
-void zkr__async_state_locked(zkr_client_t *c, zkr_state_t s);
-/* 1 if the client thread has asynchronous work.  c->mu held. */
-int zkr__async_pending_locked(const zkr_client_t *c);
-/* Our own session's watches on `path` were removed (a release): the
- * asynchronous acquires watching it look again.  Takes c->mu. */
-void zkr__async_wake_path(zkr_client_t *c, const char *path);
-/* zkr_client_close, once the handles are closed: end everything with
- * ZKR_ECLOSED and run the completions on the calling thread. */
-void zkr__async_close(zkr_client_t *c);
-void zkr__async_free(zkr_client_t *c);
-/* 1 if the calling thread is inside zkr_client_dispatch(c). */
-int zkr__async_in_dispatch(const zkr_client_t *c);
-
 /* ---- log.c ---- */
 /* A log trampoline for a new handle of c (NULL if none is free: the C
  * client's default then).  Give the slot back after zookeeper_close. */
@@ -259,10 +256,7 @@ int zkr__options_validate(const zkr_client_options_t *opt);
 int zkr__acl_copy(struct ACL_vector *v, const zkr_client_options_t *opt);
 void zkr__acl_free(struct ACL_vector *v);
 
-/* ---- client.c ---- */
-/* Record the answer to a request on h: "session expired/moved" on the
- * current handle declares the session LOST at once.  c->mu held. */
-void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc);
+/* ---- calls.c ---- */
 /* Mark a callback as running (c->mu held); zkr__callback_end after it. */
 void zkr__callback_begin_locked(zkr_client_t *c, void *obj);
 void zkr__callback_end_locked(zkr_client_t *c);

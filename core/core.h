@@ -1,6 +1,9 @@
-/* Internal interface between the client and the recipes.  Never installed. */
-#ifndef ZKR_INTERNAL_H
-#define ZKR_INTERNAL_H
+/* The session core as the layers above see it (engine/, recipes/): handles
+ * and their requests, the combiners, tracked holds, waiters, background
+ * deletes, subscriptions, lifetimes, and the hooks through which the core
+ * calls up without naming anything above it.  Never installed. */
+#ifndef ZKR_CORE_H
+#define ZKR_CORE_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -39,6 +42,33 @@ zkr__zk_class_t zkr__zk_class(int zrc);
  * another connection to the same server), so the client declares the
  * session LOST at once and builds a new one. */
 int zkr__zh_answer(zhandle_t *zh, int zrc);
+
+/* ---- the layer above: what the core calls without naming it --------------
+ *
+ * The core never calls a function of a higher layer by name.  The engine's
+ * asynchronous acquires register this table (once per client, on first
+ * use); the client thread and zkr_client_close call through it. */
+typedef struct zkr__hooks {
+    /* Client thread, c->mu held (may drop it): step what has news, end what
+     * is past its deadline; returns the next time it is due. */
+    int64_t (*run_locked)(zkr_client_t *c);
+    /* c->mu held: 1 if run_locked has work now. */
+    int (*pending_locked)(const zkr_client_t *c);
+    /* Client thread, c->mu held: state s was delivered to the listeners. */
+    void (*state_locked)(zkr_client_t *c, zkr_state_t s);
+    /* No lock held (takes c->mu): our own session's watches on `path` were
+     * removed by a release; whatever waits on them looks again. */
+    void (*wake_path)(zkr_client_t *c, const char *path);
+    /* zkr_client_close, after the handles are closed (no lock held): end
+     * everything still pending and run its completions. */
+    void (*close)(zkr_client_t *c);
+    /* The client's memory is being freed. */
+    void (*free)(zkr_client_t *c);
+    /* 1 if the calling thread is inside a completion of c's. */
+    int (*in_dispatch)(const zkr_client_t *c);
+} zkr__hooks_t;
+/* Register the layer above's hooks (the first registration stays). */
+void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks);
 
 /* ---- lifetime ----------------------------------------------------------- */
 
@@ -241,26 +271,6 @@ void zkr__waiters_wake_path(zkr_client_t *c, const char *path);
  * Returns the ZKR__WAKE_* bits (0 on timeout; ZKR__WAKE_CLOSE once the
  * client is closing). */
 unsigned zkr__waiter_wait(zkr_client_t *c, zkr__waiter_t *w, int64_t deadline);
-
-/* One look at a watched condition, for zkr__watch_loop: make the reads on
- * handle h, setting watches with zkr__waiter_watcher()/ctx(w), and decide.
- * `can_wait` is 0 when the deadline has passed (do not set a watch then:
- * return ZKR_ETIMEDOUT).  Returns ZKR_OK or a negative ZKR_E... code (the
- * loop ends with it), or one of: */
-#define ZKR__STEP_WAIT 1      /* watches set: wait for one to fire */
-#define ZKR__STEP_AGAIN 2     /* look again at once */
-#define ZKR__STEP_RECONNECT 3 /* connection or session trouble: wait until
-                                 the session is usable again, then look */
-typedef int (*zkr__step_fn)(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
-                            int can_wait);
-
-/* The one watch-and-wait loop of the library.  Work that belongs to
- * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.  If
- * `own` is not NULL (the tracked node the work waits with), its deletion
- * by someone else wakes the loop too.  Returns what step returned, or
- * ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
-int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
-                    void *arg);
 
 /* ---- background deletes -------------------------------------------------- */
 

@@ -1,0 +1,142 @@
+/* The client's lists of asynchronous acquires (every one, the ready ones,
+ * the ended ones waiting for dispatch), the event descriptor a loop polls,
+ * and the delivery of one ended acquire.  c->mu held (see aop.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/aop.h"
+
+zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id)
+{
+    for (zkr__aop_t *op = c->aops; op; op = op->next)
+        if (op->id == id)
+            return op;
+    return NULL;
+}
+
+void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    if (op->in_ready)
+        return;
+    op->in_ready = 1;
+    op->rnext = NULL;
+    if (c->aready_tail)
+        c->aready_tail->rnext = op;
+    else
+        c->aready = op;
+    c->aready_tail = op;
+    pthread_cond_signal(&c->wake);
+}
+
+void zkr__aop_raise_fd_locked(zkr_client_t *c)
+{
+    if (c->afd < 0 || c->afd_raised)
+        return;
+    uint64_t one = 1;
+    if (write(c->afd, &one, sizeof one) == (ssize_t)sizeof one)
+        c->afd_raised = 1;
+}
+
+void zkr__aop_lower_fd_locked(zkr_client_t *c)
+{
+    if (c->afd < 0 || !c->afd_raised)
+        return;
+    uint64_t v;
+    if (read(c->afd, &v, sizeof v) == (ssize_t)sizeof v || errno == EAGAIN)
+        c->afd_raised = 0;
+}
+
+void zkr__news_clear(zkr__news_t *nw)
+{
+    free(nw->path);
+    zkr__strvec_free(&nw->kids);
+    memset(nw, 0, sizeof *nw);
+}
+
+void zkr__aop_free(zkr__aop_t *op)
+{
+    zkr__news_clear(&op->nw);
+    zkr__news_clear(&op->parked);
+    free(op->watching);
+    free(op->dir);
+    free(op->leases_dir);
+    free(op->count_path);
+    zkr__node_clear(&op->node);
+    zkr__node_clear(&op->lease);
+    zkr__node_clear(&op->granted);
+    free(op);
+}
+
+/* Free op if nothing will touch it any more.  c->mu held. */
+void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    if (!op->delivered || op->inflight > 0 || op->in_ready)
+        return;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        c->aops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else
+        c->aops_tail = op->prev;
+    zkr__aop_free(op);
+}
+
+void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
+{
+    op->finished = 1;
+    op->rc = rc;
+    free(op->watching);
+    op->watching = NULL;
+    op->dnext = NULL;
+    if (c->adone_tail)
+        c->adone_tail->dnext = op;
+    else
+        c->adone = op;
+    c->adone_tail = op;
+    zkr__aop_raise_fd_locked(c);
+    if (c->adispatch == ZKR_DISPATCH_THREAD)
+        pthread_cond_signal(&c->wake);
+}
+
+/* Run the first waiting completion on the calling thread.  c->mu held,
+ * dropped around the call.  Returns 1 if there was one. */
+int zkr__aop_deliver_one_locked(zkr_client_t *c)
+{
+    zkr__aop_t *op = c->adone;
+    if (!op) {
+        zkr__aop_lower_fd_locked(c);
+        return 0;
+    }
+    c->adone = op->dnext;
+    if (!c->adone) {
+        c->adone_tail = NULL;
+        zkr__aop_lower_fd_locked(c);
+    }
+    op->taken = 1;
+    int rc = op->rc;
+    zkr__node_t node = op->granted;
+    memset(&op->granted, 0, sizeof op->granted);
+    /* Cancelled (or closing) after the grant, before delivery: undo it.
+     * The delete is not waited for: this may be the client thread, which
+     * never waits on the network. */
+    int undo = rc == ZKR_OK && (op->cancel || c->closing);
+    int undo_rc = op->cancel ? ZKR_ECANCELED : ZKR_ECLOSED;
+    pthread_mutex_unlock(&c->mu);
+    if (undo) {
+        zkr__node_delete_nowait(c, &node);
+        rc = undo_rc;
+    }
+    op->done.deliver(c, rc, rc == ZKR_OK ? &node : NULL, &op->done);
+    zkr__node_clear(&node); /* deliver moved it out, or it is empty */
+    pthread_mutex_lock(&c->mu);
+    op->delivered = 1;
+    pthread_cond_broadcast(&c->cond);
+    zkr__aop_maybe_free_locked(c, op);
+    return 1;
+}

@@ -1,0 +1,368 @@
+/* Deleting our nodes: a release's delete through the handle's delete
+ * combiner, awaited at most ZKR_RELEASE_WAIT_MS (or not at all), its answer
+ * settled (connection trouble: a background delete; a refusal: returned
+ * and logged); deletes deferred and sent together (the multi-lock's
+ * release, one multi per handle). */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+void zkr__node_clear(zkr__node_t *node)
+{
+    free(node->path);
+    memset(node, 0, sizeof *node);
+}
+
+static void ignore_void(int rc, const void *data)
+{
+    (void)rc;
+    (void)data;
+}
+
+/* What the answer to our delete of `path` means.  Returns the release's
+ * code: ZKR_OK (gone, or finished in the background), ZKR_ELOST if `lost`,
+ * or the server's refusal. */
+static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int zrc, int lost)
+{
+    int rc = lost ? ZKR_ELOST : ZKR_OK;
+    if (zrc == ZOK || zrc == ZNONODE) {
+        /* gone */
+    } else if (zkr__zk_class(zrc) != ZKR__ZC_FINAL || zrc == ZSYSTEMERROR) {
+        /* the link (or a local shortage), not the server: again later */
+        zkr__client_delete_later(c, path, session);
+    } else {
+        /* The server refuses (ZNOAUTH, ...): retrying will not help.  Say
+         * so; the node stays until its session ends. */
+        zkr__log(c, ZKR_LOG_ERROR, "cannot delete %s: %s; it stays until the session ends", path, zerror(zrc));
+        rc = lost ? ZKR_ELOST : zkr__zk_error(zrc);
+    }
+    return rc;
+}
+
+/* An answer the sending thread waits for a while (or not at all).  If it
+ * stops waiting, the completion settles the answer and frees it. */
+typedef struct awaited {
+    zkr__req_t req; /* first */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done, abandoned, rc;
+} awaited_t;
+
+static int awaited_init(awaited_t *a)
+{
+    if (pthread_mutex_init(&a->mu, NULL) != 0)
+        return -1;
+    if (zkr__cond_init(&a->cond) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        return -1;
+    }
+    return 0;
+}
+
+static void awaited_destroy(awaited_t *a)
+{
+    pthread_cond_destroy(&a->cond);
+    pthread_mutex_destroy(&a->mu);
+}
+
+/* In the completion: record rc, wake the sender.  Returns 1 if the
+ * sender has stopped waiting (the completion must settle and free). */
+static int awaited_answer(awaited_t *a, int rc)
+{
+    zkr__req_end(&a->req);
+    pthread_mutex_lock(&a->mu);
+    int abandoned = a->abandoned;
+    a->done = 1;
+    a->rc = rc;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->mu);
+    return abandoned;
+}
+
+/* Wait until the deadline: 1 with a->rc (the caller frees), or 0: given
+ * up, the completion settles it. */
+static int awaited_wait(awaited_t *a, int64_t deadline)
+{
+    pthread_mutex_lock(&a->mu);
+    while (!a->done && zkr__cond_wait_until(&a->cond, &a->mu, deadline) != ETIMEDOUT)
+        ;
+    int done = a->done;
+    a->abandoned = !done;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+/* One delete. */
+typedef struct delete_wait {
+    awaited_t aw; /* first */
+    zkr__zdel_t del; /* when sent through the handle's combiner */
+    zkr_client_t *c;
+    int64_t session;
+    char path[];
+} delete_wait_t;
+
+static void delete_wait_free(delete_wait_t *dw)
+{
+    awaited_destroy(&dw->aw);
+    free(dw);
+}
+
+static void delete_wait_done(int rc, const void *data)
+{
+    delete_wait_t *dw = (delete_wait_t *)data;
+    if (awaited_answer(&dw->aw, rc)) {
+        if (rc != ZCLOSING) /* closing: the session's end deletes it */
+            delete_settle(dw->c, dw->path, dw->session, rc, 0);
+        delete_wait_free(dw);
+    }
+}
+
+static void delete_wait_closing(zkr__req_t *r)
+{
+    delete_wait_done(ZCLOSING, r);
+}
+
+static void delete_wait_combined(zkr__zdel_t *d, int rc)
+{
+    delete_wait_done(rc, (char *)d - offsetof(delete_wait_t, del));
+}
+
+static delete_wait_t *delete_wait_new(zkr_client_t *c, const char *path, int64_t session)
+{
+    size_t len = strlen(path) + 1;
+    delete_wait_t *dw = calloc(1, sizeof *dw + len);
+    if (!dw)
+        return NULL;
+    if (awaited_init(&dw->aw) != 0) {
+        free(dw);
+        return NULL;
+    }
+    dw->c = c;
+    dw->session = session;
+    memcpy(dw->path, path, len);
+    dw->del.path = dw->path;
+    dw->del.done = delete_wait_combined;
+    return dw;
+}
+
+/* Send the delete of path on h: the wait, or NULL with *zrc the reason
+ * nothing was sent. */
+static delete_wait_t *delete_send(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int *zrc)
+{
+    delete_wait_t *dw = delete_wait_new(c, path, session);
+    *zrc = ZSYSTEMERROR;
+    if (!dw)
+        return NULL;
+    zkr__req_start(h, &dw->aw.req, delete_wait_closing);
+    *zrc = zoo_adelete(zkr__zh(h), path, -1, delete_wait_done, dw);
+    if (*zrc != ZOK) {
+        zkr__req_end(&dw->aw.req);
+        delete_wait_free(dw);
+        return NULL;
+    }
+    return dw;
+}
+
+/* What delete_bounded returns when it has no answer to give: not
+ * ZooKeeper codes (those are <= 0; the C client itself answers a request
+ * ZOPERATIONTIMEOUT when its connection times out, and that answer must be
+ * settled like any other). */
+#define DELETE_PENDING 2 /* not answered in time: the completion settles it */
+
+/* Delete path; the answer if it came within wait_ms, else
+ * DELETE_PENDING (a stalled link, or wait_ms 0): the completion then
+ * settles it in the background. */
+static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int64_t wait_ms)
+{
+    int zrc = ZSYSTEMERROR;
+    delete_wait_t *dw;
+    if (wait_ms > 0) {
+        /* Awaited: through the combiner, so that many threads' releases
+         * go out as one multi while one is in flight. */
+        if (!(dw = delete_wait_new(c, path, session)))
+            return zrc;
+        zkr__zh_delete(h, &dw->del);
+    } else if (!(dw = delete_send(c, h, path, session, &zrc))) {
+        return zrc;
+    }
+    /* wait_ms 0: only an answer already there; either way the wait says
+     * who frees it. */
+    if (!awaited_wait(&dw->aw, zkr__deadline(wait_ms > 0 ? wait_ms : 0)))
+        return DELETE_PENDING;
+    zrc = dw->aw.rc;
+    delete_wait_free(dw);
+    return zrc;
+}
+
+/* ---- deletes awaited together (the multi-lock's release) ---------------------- */
+
+/* A release's delete, kept until zkr__deletes_defer_end sends it. */
+typedef struct defer_entry {
+    zkr_client_t *c;      /* entered until the answer is settled */
+    zkr__zh_t *h;         /* a reference, as long */
+    char *path;
+    int64_t session;
+    int watched;          /* our own watch was on it: wake our waiters once sent */
+    delete_wait_t *dw;    /* its wait, once sent */
+    int zrc;              /* the answer, or DELETE_PENDING */
+} defer_entry_t;
+
+typedef struct defer_list {
+    int active;
+    defer_entry_t *e;
+    size_t n, cap;
+} defer_list_t;
+static _Thread_local defer_list_t deferred;
+
+/* Keep the delete of path for zkr__deletes_defer_end, with the caller's
+ * entry into c and its reference to h.  0 if not deferring (or no memory:
+ * the caller deletes now). */
+static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int watched)
+{
+    if (!deferred.active)
+        return 0;
+    if (deferred.n == deferred.cap) {
+        size_t cap = deferred.cap ? 2 * deferred.cap : 8;
+        defer_entry_t *v = realloc(deferred.e, cap * sizeof *v);
+        if (!v)
+            return 0;
+        deferred.e = v;
+        deferred.cap = cap;
+    }
+    char *copy = strdup(path);
+    if (!copy)
+        return 0;
+    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, watched, NULL, DELETE_PENDING};
+    return 1;
+}
+
+void zkr__deletes_defer_begin(void)
+{
+    deferred.active = 1;
+}
+
+int zkr__deletes_defer_end(void)
+{
+    defer_list_t l = deferred;
+    memset(&deferred, 0, sizeof deferred); /* from here on, deletes go out at once */
+    int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+
+    /* The deletes of one handle go out together, as one multi (one
+     * transaction; zkr__zh_delete_group sends a refused one again one
+     * delete at a time). */
+    for (size_t i = 0; i < l.n; i++) {
+        if (l.e[i].dw || l.e[i].zrc != DELETE_PENDING)
+            continue; /* sent, or could not be */
+        zkr__qlink_t *group = NULL, **tail = &group;
+        for (size_t j = i; j < l.n; j++) {
+            defer_entry_t *e = &l.e[j];
+            if (e->h != l.e[i].h || e->dw || e->zrc != DELETE_PENDING)
+                continue;
+            if (!(e->dw = delete_wait_new(e->c, e->path, e->session))) {
+                e->zrc = ZSYSTEMERROR; /* settled: deleted in the background */
+                continue;
+            }
+            *tail = &e->dw->del.link;
+            tail = &e->dw->del.link.next;
+        }
+        *tail = NULL;
+        if (group)
+            zkr__zh_delete_group(l.e[i].h, (zkr__zdel_t *)group);
+    }
+    /* Our own session's waiters on these nodes lost their watch with ours:
+     * wake them now the deletes are on their way. */
+    for (size_t i = 0; i < l.n; i++)
+        if (l.e[i].watched)
+            zkr__waiters_wake_path(l.e[i].c, l.e[i].path);
+
+    int first = ZKR_OK;
+    for (size_t i = 0; i < l.n; i++) {
+        defer_entry_t *e = &l.e[i];
+        if (e->dw && awaited_wait(&e->dw->aw, deadline)) {
+            e->zrc = zkr__zh_answer(zkr__zh(e->h), e->dw->aw.rc);
+            delete_wait_free(e->dw);
+        } else if (e->dw) {
+            e->zrc = DELETE_PENDING; /* its completion settles it */
+        }
+        if (e->zrc != DELETE_PENDING) {
+            int rc = delete_settle(e->c, e->path, e->session, e->zrc, 0);
+            if (rc != ZKR_OK && first == ZKR_OK)
+                first = rc;
+        }
+        zkr__client_put_handle(e->c, e->h);
+        zkr__client_leave(e->c);
+        free(e->path);
+    }
+    free(l.e);
+    return first;
+}
+
+/* Delete our node, waiting at most wait_ms for the answer (between
+ * zkr__deletes_defer_begin and _end: kept, and sent by _end). */
+static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
+{
+    int was_lost = 0, watched = 0;
+    if (node->track) {
+        was_lost = zkr__track_remove(c, node->track, &watched) == ZKR_HOLD_LOST;
+        node->track = NULL;
+    }
+    if (!node->path)
+        return ZKR_OK;
+    /* Inside the client, so that close waits for the delete; once it
+     * closes, closing the session deletes the ephemeral node. */
+    int rc = zkr__client_enter(c);
+    zkr__zh_t *h = NULL;
+    if (rc == ZKR_OK && (rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
+        zkr__client_leave(c);
+    if (rc != ZKR_OK) {
+        zkr__node_clear(node);
+        return rc;
+    }
+    int lost = was_lost || zkr__zh_session(c, h) != node->session;
+    int zrc = ZCONNECTIONLOSS;
+    if (zkr__zh_usable(c, h)) {
+        /* Our own watch, if it was set, goes first (same session: in
+         * order), so the delete wakes only the next waiter. */
+        /* zookeeper.h declares this completion as void_completion_t *, but
+         * the C client stores and calls it as a void_completion_t. */
+        if (watched)
+            zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
+                                    (void_completion_t *)ignore_void, NULL);
+        if (wait_ms > 0 && defer_add(c, h, node->path, node->session, watched)) {
+            /* zkr__deletes_defer_end sends it, settles it, and leaves. */
+            zkr__node_clear(node);
+            return lost ? ZKR_ELOST : ZKR_OK;
+        }
+        zrc = delete_bounded(c, h, node->path, node->session, wait_ms);
+        if (zrc != DELETE_PENDING)
+            zkr__zh_answer(zkr__zh(h), zrc);
+        /* Our own session's waiters on this node lost their watch with
+         * ours: wake them (they look again and find it gone). */
+        if (watched)
+            zkr__waiters_wake_path(c, node->path);
+    }
+    if (zrc == DELETE_PENDING)
+        rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
+    else
+        rc = delete_settle(c, node->path, node->session, zrc, lost);
+    zkr__client_put_handle(c, h);
+    zkr__client_leave(c);
+    zkr__node_clear(node);
+    return rc;
+}
+
+int zkr__node_delete(zkr_client_t *c, zkr__node_t *node)
+{
+    return node_delete(c, node, ZKR_RELEASE_WAIT_MS);
+}
+
+void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node)
+{
+    node_delete(c, node, 0);
+}
+

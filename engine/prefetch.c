@@ -1,0 +1,203 @@
+/* Nodes created ahead of their acquire (the multi-lock, the semaphore's
+ * one-round-trip lease): the creates and listings are sent now, possibly
+ * as one multi per handle, and the thread's next queue acquire on the same
+ * client, directory and driver takes the node instead of creating one. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+/* ---- nodes created ahead (the multi-lock) ------------------------------------- */
+
+struct zkr__prefetch {
+    zkr_client_t *c;
+    zkr__zh_t *h;          /* held from start to finish */
+    const char *dir;       /* the lock object's (outlives the prefetch) */
+    const zkr__driver_t *drv;
+    char *path;
+    char uuid[ZKR__UUID_LEN + 1];
+    int64_t session;
+    zkr__create_op_t op;
+    int sent;              /* zkr__prefetch_start_all: on its way */
+    int finished;
+    zkr__node_t node;      /* ours until an acquire takes it */
+    zkr__strvec_t kids;
+};
+
+static _Thread_local zkr__prefetch_t *offered;
+
+/* A prefetch with its name chosen and a reference to the handle it goes
+ * out on; NULL if nothing can be sent now (the acquire then makes its own
+ * node, the usual way). */
+static zkr__prefetch_t *prefetch_new(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
+{
+    zkr__prefetch_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->c = c;
+    p->dir = dir;
+    p->drv = drv;
+    if (zkr__client_get_handle(c, &p->h) != ZKR_OK) {
+        free(p);
+        return NULL;
+    }
+    if (!zkr__zh_usable(c, p->h) || zkr__uuid(p->uuid) != 0 ||
+        !(p->path = zkr__protected_path(dir, p->uuid, drv->marker))) {
+        zkr__client_put_handle(c, p->h);
+        free(p);
+        return NULL;
+    }
+    p->session = zkr__zh_session(c, p->h);
+    return p;
+}
+
+zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
+{
+    zkr__prefetch_t *p = prefetch_new(c, dir, drv);
+    if (p)
+        zkr__create_send(c, p->h, &p->op, p->path, dir, "", 0, ZOO_EPHEMERAL_SEQUENTIAL, 1);
+    return p;
+}
+
+/* Several prefetches' creates (one handle, distinct directories) as one
+ * multi: one transaction on the server, one log write instead of one per
+ * node (zkr__zh_create_group).  0, or -1 if nothing was set up (the
+ * caller sends them one by one). */
+static int prefetch_group_send(zkr__prefetch_t **m, size_t n)
+{
+    size_t inited = 0;
+    while (inited < n && zkr__create_op_init(&m[inited]->op) == 0)
+        inited++;
+    if (inited < n) {
+        for (size_t i = 0; i < inited; i++) {
+            pthread_cond_destroy(&m[i]->op.cond);
+            pthread_mutex_destroy(&m[i]->op.mu);
+            m[i]->op.inited = 0;
+        }
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        zkr__create_op_combine(m[i]->c, &m[i]->op, m[i]->path, m[i]->dir);
+        m[i]->op.z.link.next = i + 1 < n ? &m[i + 1]->op.z.link : NULL;
+    }
+    zkr__zh_create_group(m[0]->h, &m[0]->op.z);
+    return 0;
+}
+
+void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__prefetch_t **out)
+{
+    zkr__prefetch_t **group = calloc(n ? n : 1, sizeof *group);
+    for (size_t i = 0; i < n; i++)
+        out[i] = t[i].c ? prefetch_new(t[i].c, t[i].dir, t[i].drv) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!out[i] || out[i]->sent)
+            continue;
+        /* Every later one on the same handle (one client, one session)
+         * goes in the same multi. */
+        size_t k = 0;
+        for (size_t j = i; group && j < n; j++) {
+            if (!out[j] || out[j]->sent || out[j]->h != out[i]->h)
+                continue;
+            /* One node per directory in a transaction: two holders of one
+             * lock never share a fencing token. */
+            int dup = 0;
+            for (size_t g = 0; g < k && !dup; g++)
+                dup = strcmp(group[g]->dir, out[j]->dir) == 0;
+            if (!dup)
+                group[k++] = out[j];
+        }
+        if (k >= 2 && prefetch_group_send(group, k) == 0) {
+            for (size_t j = 0; j < k; j++)
+                group[j]->sent = 1;
+        } else {
+            zkr__create_send(out[i]->c, out[i]->h, &out[i]->op, out[i]->path, out[i]->dir, "", 0,
+                        ZOO_EPHEMERAL_SEQUENTIAL, 1);
+            out[i]->sent = 1;
+        }
+    }
+    free(group);
+}
+
+int zkr__prefetch_finish(zkr__prefetch_t *p)
+{
+    if (!p->finished) {
+        p->finished = 1;
+        zkr__create_wait(p->h, &p->op);
+        zkr__client_put_handle(p->c, p->h);
+        p->h = NULL;
+        if (p->op.create_rc == ZOK) {
+            p->node.path = p->op.created;
+            p->op.created = NULL;
+            p->node.czxid = p->op.stat.czxid;
+            p->node.session = p->op.stat.ephemeralOwner ? p->op.stat.ephemeralOwner : p->session;
+            memcpy(p->node.uuid, p->uuid, sizeof p->uuid);
+            if (p->op.list_rc == ZOK) {
+                p->kids = p->op.children;
+                p->op.children.v = NULL;
+                p->op.children.n = 0;
+            }
+            if (zkr__track_add(p->c, p->node.path, p->node.session, &p->node.track) != ZKR_OK)
+                zkr__node_delete_nowait(p->c, &p->node);
+        } else if (p->op.create_rc != ZNONODE && zkr__zk_class(p->op.create_rc) != ZKR__ZC_FINAL) {
+            /* The create may have happened: whatever it left is deleted. */
+            char prefix[ZKR__UUID_LEN + 8];
+            snprintf(prefix, sizeof prefix, "_c_%s-", p->uuid);
+            zkr__client_delete_prefix_later(p->c, p->dir, prefix, p->session);
+        }
+        zkr__strvec_free(&p->op.children);
+        free(p->op.created);
+    }
+    if (!p->node.path)
+        return -1;
+    if (!p->kids.v)
+        return 0; /* not listed: the acquire lists */
+    /* Sorted in place: the acquire that takes the listing sorts it anyway. */
+    size_t watch;
+    return zkr__queue_decide(p->drv, &p->kids, zkr__path_basename(p->node.path), &watch) == 1;
+}
+
+void zkr__prefetch_offer(zkr__prefetch_t *p)
+{
+    offered = p;
+}
+
+void zkr__prefetch_free(zkr__prefetch_t *p)
+{
+    if (!p)
+        return;
+    if (offered == p)
+        offered = NULL;
+    zkr__prefetch_finish(p);
+    if (p->node.path)
+        zkr__node_delete_nowait(p->c, &p->node); /* not taken: nobody's */
+    zkr__strvec_free(&p->kids);
+    free(p->path);
+    free(p);
+}
+
+int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids)
+{
+    if (zkr__prefetch_finish(p) < 0)
+        return 0;
+    *out = p->node;
+    memset(&p->node, 0, sizeof p->node);
+    *kids = p->kids;
+    p->kids.v = NULL;
+    p->kids.n = 0;
+    return 1;
+}
+
+/* The node offered for this very queue, if any (taken: the caller owns it). */
+int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
+                        zkr__strvec_t *kids)
+{
+    zkr__prefetch_t *p = offered;
+    if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
+        return 0;
+    offered = NULL;
+    return zkr__prefetch_take(p, out, kids);
+}
+

@@ -1,0 +1,144 @@
+/* The public asynchronous acquires (include/zkr/async.h) on the engine's
+ * machine: each lock kind's target, and the delivery that wraps a granted
+ * node into what the program gets (a zkr_hold_t, or a zkr_lease_t for a
+ * semaphore); the holds' own calls. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/recipes.h"
+
+struct zkr_hold {
+    zkr_client_t *c;
+    int kind;            /* ZKR__LK_* */
+    zkr__node_t node;    /* mutex, read, write */
+    zkr_lease_t *lease;  /* semaphore mutex */
+};
+
+/* The engine's delivery: wrap the node (retaining the client, as every
+ * hold does) and call the program's completion.  If the client is closing
+ * the node is given up (its session's end deletes it) and the program is
+ * told ZKR_ECLOSED. */
+static void deliver(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async_done_t *d)
+{
+    void *result = NULL;
+    if (rc == ZKR_OK) {
+        zkr_lease_t *l = NULL;
+        zkr_hold_t *hd = NULL;
+        if (d->kind == 0 || d->kind == ZKR__LK_SMUTEX) {
+            if (!(l = zkr__lease_wrap(c, node)))
+                rc = ZKR_ECLOSED;
+        }
+        if (rc == ZKR_OK && d->kind != 0) {
+            if (!(hd = calloc(1, sizeof *hd)))
+                rc = ZKR_ENOMEM;
+            else if (!l && zkr__client_retain(c) != ZKR_OK)
+                rc = ZKR_ECLOSED;
+        }
+        if (rc != ZKR_OK) {
+            free(hd);
+            if (l)
+                zkr_lease_return(l);
+            else
+                zkr__node_delete_nowait(c, node);
+        } else if (hd) {
+            hd->c = c;
+            hd->kind = d->kind;
+            hd->lease = l;
+            if (!l) {
+                hd->node = *node;
+                memset(node, 0, sizeof *node);
+            }
+            result = hd;
+        } else {
+            result = l;
+        }
+    }
+    if (d->kind == 0)
+        ((zkr_lease_acquire_fn)d->fn)(rc, result, d->ctx);
+    else
+        ((zkr_acquire_fn)d->fn)(rc, result, d->ctx);
+}
+
+int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_fn fn, void *ctx, uint64_t *id)
+{
+    int kind = zkr__lock_ref_kind(ref);
+    if (!kind || !fn)
+        return ZKR_EINVAL;
+    zkr__async_target_t t;
+    memset(&t, 0, sizeof t);
+    if (kind == ZKR__LK_MUTEX)
+        zkr__mutex_async_target(ref.obj, &t);
+    else if (kind == ZKR__LK_SMUTEX)
+        zkr__semaphore_async_target(zkr__semaphore_mutex_sem(ref.obj), &t);
+    else
+        zkr__rwlock_async_target(ref.obj, kind == ZKR__LK_WRITE, &t);
+    zkr__async_done_t d = {deliver, kind, (void (*)(void))fn, ctx};
+    return zkr__async_start(&t, timeout_ms, &d, id);
+}
+
+int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_acquire_fn fn, void *ctx,
+                                uint64_t *id)
+{
+    if (!s || !fn)
+        return ZKR_EINVAL;
+    zkr__async_target_t t;
+    memset(&t, 0, sizeof t);
+    zkr__semaphore_async_target(s, &t);
+    zkr__async_done_t d = {deliver, 0, (void (*)(void))fn, ctx};
+    return zkr__async_start(&t, timeout_ms, &d, id);
+}
+
+/* ---- holds ---- */
+
+int zkr_hold_release(zkr_hold_t *hd)
+{
+    if (!hd)
+        return ZKR_EINVAL;
+    int rc;
+    if (hd->lease) {
+        rc = zkr_lease_return(hd->lease);
+    } else {
+        rc = zkr__node_delete(hd->c, &hd->node);
+        if (rc == ZKR_ECLOSED)
+            rc = ZKR_OK; /* the node went with the session */
+        zkr__client_release(hd->c);
+    }
+    free(hd);
+    return rc;
+}
+
+int zkr_hold_fencing_token(const zkr_hold_t *hd, int64_t *token)
+{
+    if (!hd || !token)
+        return ZKR_EINVAL;
+    if (hd->lease)
+        return zkr_lease_fencing_token(hd->lease, token);
+    *token = hd->node.czxid;
+    return ZKR_OK;
+}
+
+zkr_hold_state_t zkr_hold_state(const zkr_hold_t *hd)
+{
+    if (!hd)
+        return ZKR_HOLD_NONE;
+    if (hd->lease)
+        return zkr_lease_hold_state(hd->lease);
+    return zkr__node_hold_state(hd->c, &hd->node);
+}
+
+const char *zkr_hold_node_path(const zkr_hold_t *hd)
+{
+    if (!hd)
+        return NULL;
+    return hd->lease ? zkr_lease_path(hd->lease) : hd->node.path;
+}
+
+const char *zkr_hold_kind(const zkr_hold_t *hd)
+{
+    static const char *const names[] = {"invalid", "mutex", "semaphore-mutex", "read", "write"};
+    if (!hd || hd->kind < 1 || hd->kind > 4)
+        return names[0];
+    return names[hd->kind];
+}
