@@ -1,7 +1,7 @@
 /* The client: open and close, the client thread that does everything slow,
  * the lifetime rules (users, objects, callbacks), and the public queries.
  * The rooms it drives: session.c (handles, states), listeners.c,
- * tracks.c (hold states), waiters.c (waiters, subscriptions), deletes.c.
+ * tracks.c (hold states), subs.c (subscriptions), deletes.c.
  *
  * Threads:
  *  - ZooKeeper's completion thread runs our watchers and completions: they
@@ -194,7 +194,6 @@ static void client_free(zkr_client_t *c)
     zkr__tracks_free(c);
     zkr__deletes_free(c);
     zkr__listeners_free(c);
-    pthread_mutex_destroy(&c->wmu);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cond);
     pthread_cond_destroy(&c->wake);
@@ -212,7 +211,6 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     if (!c)
         return ZKR_ENOMEM;
     int sync_ok = pthread_mutex_init(&c->mu, NULL) == 0;
-    sync_ok = (pthread_mutex_init(&c->wmu, NULL) == 0) && sync_ok;
     sync_ok = zkr__cond_init(&c->cond) == 0 && sync_ok;
     sync_ok = zkr__cond_init(&c->wake) == 0 && sync_ok;
     if (!sync_ok) {
@@ -354,6 +352,15 @@ static int in_dispatch(zkr_client_t *c)
     return hooks && hooks->in_dispatch(c);
 }
 
+void zkr__client_wake_path(zkr_client_t *c, const char *path)
+{
+    pthread_mutex_lock(&c->mu);
+    const zkr__hooks_t *hooks = c->hooks;
+    pthread_mutex_unlock(&c->mu);
+    if (hooks)
+        hooks->wake_path(c, path);
+}
+
 void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks)
 {
     pthread_mutex_lock(&c->mu);
@@ -378,7 +385,8 @@ int zkr_client_close(zkr_client_t *c)
         return ZKR_ECLOSED;
     }
     c->closing = 1;
-    zkr__waiters_wake_all(c, ZKR__WAKE_CLOSE);
+    if (c->hooks)
+        c->hooks->closing_locked(c); /* blocked callers leave */
     pthread_cond_broadcast(&c->cond);
     pthread_cond_signal(&c->wake);
     while (c->users > 0)

@@ -1,5 +1,5 @@
 /* The session core as the layers above see it (engine/, recipes/): handles
- * and their requests, the combiners, tracked holds, waiters, background
+ * and their requests, the combiners, tracked holds, background
  * deletes, subscriptions, lifetimes, and the hooks through which the core
  * calls up without naming anything above it.  Never installed. */
 #ifndef ZKR_CORE_H
@@ -66,6 +66,12 @@ typedef struct zkr__hooks {
     void (*free)(zkr_client_t *c);
     /* 1 if the calling thread is inside a completion of c's. */
     int (*in_dispatch)(const zkr_client_t *c);
+    /* c->mu held: zkr_client_close has begun; whatever a blocked caller
+     * waits for must end so that the caller leaves. */
+    void (*closing_locked)(zkr_client_t *c);
+    /* c->mu held: the node a waiter registered with zkr__track_set_waiter
+     * was deleted by someone else; wake waiter `id`. */
+    void (*wake_id_locked)(zkr_client_t *c, uint64_t id);
 } zkr__hooks_t;
 /* Register the layer above's hooks (the first registration stays). */
 void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks);
@@ -214,7 +220,8 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__trac
  * that returned ZKR_OK implies SAFE).  fn may be NULL (poll only): such a
  * hold changes state exactly like the others. */
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
-/* The waiter (id) to wake if the node is deleted; 0 for none. */
+/* The waiter (an id the hooks' wake_id_locked knows) to wake if someone
+ * else deletes the node; 0 for none. */
 void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter);
 /* Mark the node as deleted by someone else (a listing on its live session
  * no longer shows it). */
@@ -227,50 +234,10 @@ zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
  * node).  NULL is a no-op. */
 zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watched);
 
-/* ---- waiting: one waiter per blocked caller, woken only by its own watch
- * or by a session event; the locking is inside these functions. -------- */
-
-#define ZKR__WAKE_WATCH   1u  /* its own watch fired */
-#define ZKR__WAKE_SESSION 2u  /* a session event (state change) */
-#define ZKR__WAKE_CLOSE   4u  /* the client is closing */
-#define ZKR__WAKE_GONE    8u  /* with WATCH: the node it watched (w->watching)
-                                 was deleted */
-
-typedef struct zkr__waiter {
-    uint64_t id;
-    pthread_cond_t cond;
-    unsigned events; /* ZKR__WAKE_* bits, under the client's waiters mutex */
-    char *watching;  /* the node whose data watch it waits on, or NULL */
-    unsigned last;   /* the bits that ended the last wait (0: none yet, or
-                        the step was run again for another reason) */
-    struct zkr__waiter *next;
-} zkr__waiter_t;
-
-/* Returns ZKR_OK, ZKR_ESYSTEM, ZKR_ECLOSED (the client is closing). */
-int zkr__waiter_init(zkr_client_t *c, zkr__waiter_t *w);
-void zkr__waiter_destroy(zkr_client_t *c, zkr__waiter_t *w);
-/* Forget earlier events: call before setting the watches whose events the
- * next zkr__waiter_wait must see. */
-void zkr__waiter_arm(zkr_client_t *c, zkr__waiter_t *w);
-/* Watcher function and context for a watch that wakes `w`.  The context is
- * an id, not a pointer: a watch that fires after its waiter has gone is
- * ignored safely. */
-watcher_fn zkr__waiter_watcher(void);
-void *zkr__waiter_ctx(const zkr__waiter_t *w);
-/* Wake the waiter with this id, if it still waits.  Caller may hold c->mu. */
-void zkr__waiter_wake_id(zkr_client_t *c, uint64_t id, unsigned bits);
-/* Record the node whose data watch `w` waits on (NULL: none).  Returns
- * ZKR_OK, ZKR_ENOMEM. */
-int zkr__waiter_watching(zkr_client_t *c, zkr__waiter_t *w, const char *path);
-/* Wake every waiter of this client watching `path`: a release removes the
- * watches of its own session on its node before deleting it (so the delete
- * wakes only the next waiter's session), and wakes its own session's
- * waiters on that node here. */
-void zkr__waiters_wake_path(zkr_client_t *c, const char *path);
-/* Wait until an event arrives since the last arm, or the deadline.
- * Returns the ZKR__WAKE_* bits (0 on timeout; ZKR__WAKE_CLOSE once the
- * client is closing). */
-unsigned zkr__waiter_wait(zkr_client_t *c, zkr__waiter_t *w, int64_t deadline);
+/* A release removed our own session's watches on `path` before deleting
+ * it (so that the delete wakes only the next waiter's session): whatever
+ * of ours waits on it looks again (through the hooks). */
+void zkr__client_wake_path(zkr_client_t *c, const char *path);
 
 /* ---- background deletes -------------------------------------------------- */
 

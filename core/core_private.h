@@ -1,7 +1,7 @@
 /* The session core's private header: the client structure and what the
  * core's files say to each other.  Bottom up (each calls only those before
  * it; tests/test_layers.sh checks it): errors.c, log.c, options.c,
- * states.c, calls.c, waiters.c, session.c, subs.c, tracks.c, listeners.c,
+ * states.c, calls.c, session.c, subs.c, tracks.c, listeners.c,
  * deletes.c, combine.c, client.c.  The recipes never include it: they use
  * core/core.h.  The engine's asynchronous acquires (engine/aop.h) use the
  * client mutex and their own fields below.
@@ -11,8 +11,7 @@
  *   2. c->mu, the client mutex;
  *   3. a handle's h->req_mu (combine.c, session.c: its registered requests
  *      and combiner queues), taken under c->mu by the asynchronous sends;
- *   4. c->wmu, the waiters mutex;
- *   5. ZooKeeper's own locks (inside zoo_a* calls).
+ *   4. ZooKeeper's own locks (inside zoo_a* calls).
  * The program's log function may be called with c->mu held (see
  * zkr_log_fn: it must not call into the library).
  * No lock of ours is held across a synchronous ZooKeeper call or a user
@@ -101,7 +100,7 @@ struct zkr_client {
     int thread_started;
 
     pthread_mutex_t mu;       /* the client mutex: guards every field below
-                                 up to the waiters block */
+                                 below */
     pthread_cond_t cond;      /* a state reached, users or handle refs
                                  drained, a callback finished */
     pthread_cond_t wake;      /* the client thread has work */
@@ -137,7 +136,7 @@ struct zkr_client {
     zkr__pending_delete_t *deletes;
     int deletes_abandoned;    /* given up since open (logged) */
 
-    /* ---- subs.c (the waiters are under wmu) ---- */
+    /* ---- subs.c ---- */
     zkr__sub_t *subs;
     zkr__sub_event_t *sev_head, *sev_tail;
 
@@ -175,11 +174,6 @@ struct zkr_client {
     int objects;              /* lock objects and leases made on it */
     uint64_t next_id;         /* ids of subscriptions, tracks, deletes */
 
-    /* ---- waiters.c: guarded by wmu (taken after mu, never before) ---- */
-    pthread_mutex_t wmu;
-    zkr__waiter_t *waiters;
-    uint64_t next_waiter_id;
-    int wclosing;             /* a copy of closing, for waiters */
 };
 
 /* Tests only (never set by the library): called by the rebuild between
@@ -213,9 +207,6 @@ extern void (*zkr__test_rebuild_pause)(void);
  * c->mu held, dropped around each call.  Returns 1 if it delivered one. */
 int zkr__listeners_deliver_next_locked(zkr_client_t *c);
 void zkr__listeners_free(zkr_client_t *c);
-
-/* ---- waiters.c ---- */
-void zkr__waiters_wake_all(zkr_client_t *c, unsigned bits);
 
 /* ---- subs.c ---- */
 /* Run one queued subscription event.  c->mu held, dropped around the

@@ -35,7 +35,6 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         } else {
             c->raw_overflow = 1;
         }
-        zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
         pthread_cond_signal(&c->wake);
     }
     pthread_mutex_unlock(&c->mu);
@@ -295,7 +294,6 @@ void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc)
         return; /* already known */
     zkr__session_process_locked(c); /* earlier events first, in order */
     apply_locked(c, zkr__sm_step(&c->sm, ZOO_EXPIRED_SESSION_STATE));
-    zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
     pthread_cond_signal(&c->wake);
 }
 
@@ -352,9 +350,6 @@ static void rebuild_locked(zkr_client_t *c)
     old->next_retired = c->retired;
     c->retired = old;
     zkr__log(c, ZKR_LOG_INFO, "session lost: opening a new one");
-    /* Waiters re-evaluate: whatever they waited for belonged to the old
-     * session. */
-    zkr__waiters_wake_all(c, ZKR__WAKE_SESSION);
 }
 
 int64_t zkr__session_tick_locked(zkr_client_t *c)

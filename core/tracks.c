@@ -81,8 +81,8 @@ static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
         pthread_cond_signal(&c->wake);
         zkr__log(c, ZKR_LOG_WARN, "lock node %s was deleted by another session: hold LOST", t->path);
     }
-    if (t->waiter)
-        zkr__waiter_wake_id(c, t->waiter, ZKR__WAKE_WATCH);
+    if (t->waiter && c->hooks)
+        c->hooks->wake_id_locked(c, t->waiter);
 }
 
 static void self_watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)

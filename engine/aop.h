@@ -1,5 +1,8 @@
-/* Inside the engine's asynchronous acquires only (aops.c, aop_io.c,
- * aop_step.c, async.c): one acquire's record.  Every field shared with
+/* Inside the engine's acquire machine only (aops.c, aop_io.c, aop_step.c,
+ * acquire.c, async.c): one acquire's record.  Every acquire, blocking or
+ * asynchronous, runs this one machine; they differ only in who steps it
+ * (the caller's thread, waiting on op->cond, or the client thread) and how
+ * it ends (the caller takes the result, or a completion is dispatched).  Every field shared with
  * another thread is guarded by c->mu (see core/core_private.h for the
  * lock order).
  *
@@ -8,11 +11,15 @@
  *    pointer for a completion: an acquire is freed only when none of its
  *    requests is in flight; by id for a watch, which may fire after it is
  *    gone), put it on the ready list and wake the client thread.
- *  - The client thread steps the ready acquires (aop_step.c), one at a
- *    time, with c->mu dropped (only this thread ever steps one), ends those
- *    past their deadline, and sees every state delivered (async.c, through
- *    the core's hooks).  It sends only asynchronous requests (under c->mu,
- *    on the current handle: they only queue).
+ *  - One thread steps an acquire (aop_step.c), with c->mu dropped: the
+ *    caller's for a blocking acquire (acquire.c), the client thread for
+ *    an asynchronous one (async.c, which also ends those past their
+ *    deadline).  Every delivered state, a release of the node it watches,
+ *    and the deletion of its own node by someone else make it look again
+ *    (the core's hooks).  A step sends only asynchronous requests, and only
+ *    when none of the acquire's requests is in flight, so those in flight
+ *    are always one batch on one handle (a create and its listing through
+ *    the handle's combiner, or direct requests registered on the handle).
  *  - Completions (the program's functions) run on the thread calling
  *    zkr_client_dispatch, or on the client thread in ZKR_DISPATCH_THREAD
  *    mode, or on the thread closing the client; never under a lock of ours.
@@ -23,17 +30,22 @@
 #ifndef ZKR_ENGINE_AOP_H
 #define ZKR_ENGINE_AOP_H
 
+#include <stdatomic.h>
+
 #include "core/core_private.h"
 #include "engine/async.h"
 
 #define ZKR__AOP_PARENT_RETRIES 5
 #define ZKR__AOP_CREATE_RETRIES 20
 
+#define ZKR__AOP_RECOVER_RETRIES 20
+
 enum {
-    ZKR__PH_START,  /* the current stage's create is to be sent (when connected) */
-    ZKR__PH_CREATE, /* the create and the listing behind it are in flight */
-    ZKR__PH_QUEUE,  /* our queue node exists: list, decide, watch one node */
-    ZKR__PH_LEASE   /* semaphore: locks/ held, our lease exists: count leases */
+    ZKR__PH_START,   /* the current stage's create is to be sent (when connected) */
+    ZKR__PH_CREATE,  /* the create and the listing behind it are in flight */
+    ZKR__PH_RECOVER, /* the create's reply was lost: find our node by its prefix */
+    ZKR__PH_QUEUE,   /* our queue node exists: list, decide, watch one node */
+    ZKR__PH_LEASE    /* semaphore: locks/ held, our lease exists: count leases */
 };
 
 /* What completions and watches report; taken whole by the step. */
@@ -47,7 +59,16 @@ typedef struct zkr__news {
     int32_t count;
     int wset, wset_rc;
     int look;            /* a watch fired, a state changed, a release nearby */
+    int gone_first;      /* the watched node was first in line and is deleted */
     int parents, parents_rc;
+    int existed, exists_rc; /* the recovery's exists */
+    int64_t ex_czxid, ex_owner;
+    /* the semaphore's lease sent ahead, behind the locks/ create */
+    int screated, screate_rc;
+    char *spath;
+    int64_t sczxid, sowner;
+    int slisted, slist_rc;
+    zkr__strvec_t skids;
 } zkr__news_t;
 
 struct zkr__aop {
@@ -55,6 +76,7 @@ struct zkr__aop {
     zkr_client_t *c;
     /* ---- constant ---- */
     int sem;                   /* the semaphore protocol (lease, semaphore mutex) */
+    int release;               /* an asynchronous release, not an acquire */
     const zkr__driver_t *drv;
     char *dir;                 /* the queue's directory */
     char *leases_dir;          /* semaphore */
@@ -62,13 +84,20 @@ struct zkr__aop {
     int max;
     zkr_hold_fn hfn;
     void *hctx;
+    int track_on_grant;        /* asynchronous: the grant starts the hold's
+                                  tracking (a blocking caller does it) */
+    atomic_int *speculate;     /* semaphore, fixed count: send the lease
+                                  ahead while locks/ was last found free */
     zkr__async_done_t done;
     int64_t deadline;
     /* ---- c->mu ---- */
     zkr__aop_t *prev, *next;   /* c->aops */
-    zkr__aop_t *rnext;         /* c->aready */
+    zkr__aop_t *rnext;         /* c->aready (asynchronous only) */
     zkr__aop_t *dnext;         /* c->adone */
-    int in_ready;
+    int in_ready;              /* has news: on c->aready, or (blocking) op->cond
+                                  signalled */
+    int blocking;              /* its caller steps it (until it returns) */
+    pthread_cond_t cond;       /* blocking: news, the end, close */
     const void *owner;
     int inflight;              /* requests whose completion has not run */
     int create_inflight;       /* the create is one of them */
@@ -85,11 +114,21 @@ struct zkr__aop {
     int in_lease;              /* semaphore: the lease stage */
     int attempts, parent_tries;
     int need_look;
+    int need_parents;          /* the create found no directory: make it first */
+    int spec;                  /* the lease went out behind locks/ */
+    int decided;               /* the queue stage's first listing has decided */
+    int watching_first;        /* next in line: the watched node is first */
+    int recover_tries;
+    char *rpath;               /* recovery: our node, found by its prefix */
+    char *cpath;               /* the create's path (until it is answered) */
+    zkr__zcreate_t z;          /* the create, through the handle's combiner */
     int64_t csession;          /* session the create went on */
     int64_t lsession;          /* session the listing went on */
     char uuid[ZKR__UUID_LEN + 1];
     zkr__node_t node;          /* the queue node */
     zkr__node_t lease;         /* semaphore: the lease node */
+    char suuid[ZKR__UUID_LEN + 1]; /* the lease sent ahead */
+    zkr__strvec_t skids;       /* its leases' listing, until locks/ decides */
     zkr__news_t parked;        /* answers kept until the rest of them come */
 };
 
@@ -100,6 +139,8 @@ void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_raise_fd_locked(zkr_client_t *c);
 void zkr__aop_lower_fd_locked(zkr_client_t *c);
 void zkr__news_clear(zkr__news_t *nw);
+/* 1 if nw has something to step on (a look only if not finished). */
+int zkr__news_any(const zkr__news_t *nw, int finished);
 void zkr__aop_free(zkr__aop_t *op);
 /* Free op if nothing will touch it any more. */
 void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op);
@@ -109,13 +150,30 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc);
  * dropped around the call.  Returns 1 if there was one. */
 int zkr__aop_deliver_one_locked(zkr_client_t *c);
 
+/* A new acquire on t (not yet on any list): NULL on ZKR_ENOMEM. */
+zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline);
+/* Put op on c->aops and give it its id; ZKR_ECLOSED if closing. */
+int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op);
+
 /* ---- aop_io.c: requests and their answers ---- */
+/* The current stage's create (a fresh protected name) with its listing
+ * behind it: through the handle's combiner for a queue node, else direct
+ * (the lease stage, or the lease sent ahead behind locks/).  No lock held. */
+void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op);
 /* c->mu held; asynchronous calls only. */
-void zkr__aop_send_create_locked(zkr_client_t *c, zkr__aop_t *op, const char *path);
 void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op);
-void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op, char *dir);
-void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath);
+void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op);
+void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first);
+/* Recovery: list the stage's directory (plain), or look at our node. */
+void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op);
+void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op);
 const char *zkr__aop_stage_dir(const zkr__aop_t *op);
+/* "_c_<uuid>-" of the stage's create. */
+void zkr__aop_prefix(const char *uuid, char out[ZKR__UUID_LEN + 8]);
+
+/* ---- async.c ---- */
+/* Register the engine's hooks with the client (once). */
+void zkr__async_use(zkr_client_t *c);
 
 /* ---- aop_step.c: the machine ---- */
 /* Step op on its news (client thread, no lock held). */

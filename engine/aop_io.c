@@ -1,7 +1,8 @@
-/* The asynchronous acquires' requests and their answers: what they send
- * (c->mu held, asynchronous calls only, on the current handle, registered
- * there while in flight) and the completions and watches that record the
- * answers as news for the step (see aop.h for the threads). */
+/* The acquire machine's requests and their answers: what a step sends
+ * (asynchronous calls only, on the current handle: a queue node's create
+ * and listing through the handle's combiner, everything else registered
+ * on the handle while in flight) and the completions and watches that
+ * record the answers as news for the next step (see aop.h). */
 #include "config.h"
 
 #include <stddef.h>
@@ -48,40 +49,71 @@ static void op_closing(zkr__req_t *r)
     pthread_mutex_unlock(&c->mu);
 }
 
-static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
+/* A create's answer, into the news of the stage's create or (spec) of the
+ * lease sent ahead.  c->mu held. */
+static void record_created(zkr__aop_t *op, int spec, int rc, const char *value, const struct Stat *st)
+{
+    char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
+    rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
+    zkr__news_t *nw = &op->nw;
+    int64_t czxid = st ? st->czxid : 0, owner = st ? st->ephemeralOwner : 0;
+    if (spec) {
+        nw->screated = 1, nw->screate_rc = rc, nw->spath = copy, nw->sczxid = czxid, nw->sowner = owner;
+    } else {
+        op->create_inflight = 0;
+        nw->created = 1, nw->create_rc = rc, nw->path = copy, nw->czxid = czxid, nw->owner = owner;
+    }
+}
+
+/* A listing's answer, copied (an out-of-memory copy is a failed listing). */
+static int copy_listing(int rc, const struct String_vector *sv, zkr__strvec_t *kids)
+{
+    kids->v = NULL;
+    kids->n = 0;
+    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(kids, sv->data, (size_t)sv->count) != 0)
+        rc = ZSYSTEMERROR;
+    return rc;
+}
+
+static void created(int rc, const char *value, const struct Stat *st, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr_client_t *c = op->c;
-    char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
-    op->create_inflight = 0;
     answered_locked(op);
-    op->nw.created = 1;
-    op->nw.create_rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
-    op->nw.path = copy;
-    op->nw.czxid = st ? st->czxid : 0;
-    op->nw.owner = st ? st->ephemeralOwner : 0;
+    record_created(op, spec, rc, value, st);
     zkr__aop_ready_locked(c, op);
     pthread_mutex_unlock(&c->mu);
 }
 
-static void list_done(int rc, const struct String_vector *sv, const void *data)
+static void listed(int rc, const struct String_vector *sv, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr_client_t *c = op->c;
-    zkr__strvec_t kids = {NULL, 0};
-    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(&kids, sv->data, (size_t)sv->count) != 0)
-        rc = ZSYSTEMERROR;
+    zkr__strvec_t kids;
+    rc = copy_listing(rc, sv, &kids);
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
     answered_locked(op);
-    zkr__strvec_free(&op->nw.kids);
-    op->nw.listed = 1;
-    op->nw.list_rc = rc;
-    op->nw.kids = kids;
+    zkr__news_t *nw = &op->nw;
+    zkr__strvec_free(spec ? &nw->skids : &nw->kids);
+    if (spec)
+        nw->slisted = 1, nw->slist_rc = rc, nw->skids = kids;
+    else
+        nw->listed = 1, nw->list_rc = rc, nw->kids = kids;
     zkr__aop_ready_locked(c, op);
     pthread_mutex_unlock(&c->mu);
+}
+
+static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
+{
+    created(rc, value, st, data, 0);
+}
+
+static void list_done(int rc, const struct String_vector *sv, const void *data)
+{
+    listed(rc, sv, data, 0);
 }
 
 static void count_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
@@ -133,10 +165,35 @@ static void parent_done(int rc, const char *value, const void *data)
     pthread_mutex_unlock(&c->mu);
 }
 
+static void exists_done(int rc, const struct Stat *st, const void *data)
+{
+    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr_client_t *c = op->c;
+    pthread_mutex_lock(&c->mu);
+    zkr__answer_locked(c, op->h, rc);
+    answered_locked(op);
+    op->nw.existed = 1;
+    op->nw.exists_rc = rc;
+    op->nw.ex_czxid = st ? st->czxid : 0;
+    op->nw.ex_owner = st ? st->ephemeralOwner : 0;
+    zkr__aop_ready_locked(c, op);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The lease sent ahead behind locks/ (the semaphore's one round trip). */
+static void spec_create_done(int rc, const char *value, const struct Stat *st, const void *data)
+{
+    created(rc, value, st, data, 1);
+}
+
+static void spec_list_done(int rc, const struct String_vector *sv, const void *data)
+{
+    listed(rc, sv, data, 1);
+}
+
 static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
     (void)state;
-    (void)path;
     if (type == ZOO_SESSION_EVENT)
         return; /* the client's session watcher sees those */
     const zkr__zh_t *h = zoo_get_context(zh);
@@ -147,12 +204,17 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
     zkr__aop_t *op = zkr__aop_find_locked(c, (uint64_t)(uintptr_t)ctx);
     if (op && !op->finished) {
         op->nw.look = 1;
+        /* Next in line: the deletion of the very node it watches now, when
+         * that node was first in the order. */
+        if (type == ZOO_DELETED_EVENT && path && op->watching_first && op->watching &&
+            strcmp(path, op->watching) == 0)
+            op->nw.gone_first = 1;
         zkr__aop_ready_locked(c, op);
     }
     pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- sending (c->mu held; asynchronous calls only) ------------------------------- */
+/* ---- sending (asynchronous calls only) ---- */
 
 static zhandle_t *current_locked(zkr_client_t *c, zkr__aop_t *op)
 {
@@ -167,6 +229,14 @@ static zhandle_t *current_locked(zkr_client_t *c, zkr__aop_t *op)
 const char *zkr__aop_stage_dir(const zkr__aop_t *op)
 {
     return op->in_lease ? op->leases_dir : op->dir;
+}
+
+void zkr__aop_prefix(const char *uuid, char out[ZKR__UUID_LEN + 8])
+{
+    memcpy(out, "_c_", 3);
+    memcpy(out + 3, uuid, ZKR__UUID_LEN);
+    out[3 + ZKR__UUID_LEN] = '-';
+    out[4 + ZKR__UUID_LEN] = '\0';
 }
 
 /* The lease stage's look: the leases with a children watch, and the shared
@@ -193,24 +263,46 @@ static void send_lease_look_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *z
     }
 }
 
-void zkr__aop_send_create_locked(zkr_client_t *c, zkr__aop_t *op, const char *path)
+/* Nothing could be sent: the create is answered here (a local refusal,
+ * not the server's: nothing can exist). */
+static void create_local_locked(zkr_client_t *c, zkr__aop_t *op, int zrc)
+{
+    op->nw.created = 1;
+    op->nw.create_rc = zrc;
+    op->nw.create_local = 1;
+    sent_locked(op);
+    zkr__aop_ready_locked(c, op);
+}
+
+/* The lease, its create and the leases' listing (no watch: we may not
+ * hold locks/ yet) right behind the locks/ create and listing. */
+static void send_spec_lease_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *zh)
+{
+    char *path = NULL;
+    if (zkr__uuid(op->suuid) == 0)
+        path = zkr__protected_path(op->leases_dir, op->suuid, "lease-");
+    if (path && zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, spec_create_done,
+                             op) == ZOK) {
+        op->inflight++;
+        op->spec = 1;
+        if (zoo_aget_children(zh, op->leases_dir, 0, spec_list_done, op) == ZOK)
+            op->inflight++;
+    }
+    free(path);
+}
+
+/* Direct: the create, then what decides behind it. */
+static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
 {
     zhandle_t *zh = current_locked(c, op);
     if (!zh) {
-        op->nw.created = 1;
-        op->nw.create_rc = ZCLOSING;
-        op->nw.create_local = 1;
-        zkr__aop_ready_locked(c, op);
+        create_local_locked(c, op, ZCLOSING);
         return;
     }
     op->csession = c->cur->session_id;
-    int zrc = zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, create_done, op);
+    int zrc = zoo_acreate2(zh, op->cpath, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, create_done, op);
     if (zrc != ZOK) {
-        op->nw.created = 1;
-        op->nw.create_rc = zrc;
-        op->nw.create_local = 1;
-        sent_locked(op);
-        zkr__aop_ready_locked(c, op);
+        create_local_locked(c, op, zrc);
         return;
     }
     op->inflight++;
@@ -224,10 +316,54 @@ void zkr__aop_send_create_locked(zkr_client_t *c, zkr__aop_t *op, const char *pa
         op->lsession = op->csession;
         if (zoo_aget_children(zh, op->dir, 0, list_done, op) == ZOK)
             op->inflight++;
+        if (spec)
+            send_spec_lease_locked(c, op, zh);
     }
     sent_locked(op);
     if (op->inflight == 0)
         zkr__aop_ready_locked(c, op);
+}
+
+void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
+{
+    char *path = NULL;
+    if (zkr__uuid(op->uuid) == 0)
+        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? "lease-" : op->drv->marker);
+    pthread_mutex_lock(&c->mu);
+    free(op->cpath);
+    op->cpath = path;
+    if (!path) {
+        create_local_locked(c, op, ZSYSTEMERROR);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    int spec = !op->in_lease && op->speculate && atomic_load(op->speculate);
+    if (op->in_lease || spec) {
+        send_create_direct_locked(c, op, spec);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    /* A queue node: through the handle's combiner (while another batch of
+     * the client's creates is in flight, it goes out with the others as
+     * one multi).  The combiner registers its batches on the handle and
+     * answers both requests exactly once, so op is not registered; and it
+     * may answer on this thread, so c->mu is dropped around it. */
+    zkr__zh_t *h = c->cur;
+    if (!h || c->closing) {
+        create_local_locked(c, op, ZCLOSING);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    h->refs++;
+    op->h = h;
+    op->csession = op->lsession = h->session_id;
+    op->inflight += 2;
+    op->create_inflight = 1;
+    op->phase = ZKR__PH_CREATE;
+    op->z = (zkr__zcreate_t){{NULL}, op->cpath, op->dir, zkr__client_acl(c), create_done, list_done, op};
+    pthread_mutex_unlock(&c->mu);
+    zkr__zh_create(h, &op->z);
+    zkr__client_put_handle(c, h);
 }
 
 void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
@@ -253,10 +389,45 @@ void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
         zkr__aop_ready_locked(c, op);
 }
 
-void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op, char *dir)
+void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     zhandle_t *zh = current_locked(c, op);
-    size_t n = strlen(dir);
+    int zrc = ZCLOSING;
+    if (zh) {
+        op->lsession = c->cur->session_id;
+        zrc = zoo_aget_children(zh, zkr__aop_stage_dir(op), 0, list_done, op);
+    }
+    if (zrc == ZOK) {
+        op->inflight++;
+    } else {
+        op->nw.listed = 1;
+        op->nw.list_rc = zrc;
+    }
+    sent_locked(op);
+    if (op->inflight == 0)
+        zkr__aop_ready_locked(c, op);
+}
+
+void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    zhandle_t *zh = current_locked(c, op);
+    int zrc = zh ? zoo_aexists(zh, op->rpath, 0, exists_done, op) : ZCLOSING;
+    if (zrc == ZOK) {
+        op->inflight++;
+    } else {
+        op->nw.existed = 1;
+        op->nw.exists_rc = zrc;
+    }
+    sent_locked(op);
+    if (op->inflight == 0)
+        zkr__aop_ready_locked(c, op);
+}
+
+void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    zhandle_t *zh = current_locked(c, op);
+    char *dir = strdup(zkr__aop_stage_dir(op));
+    size_t n = dir ? strlen(dir) : 0;
     for (size_t i = 1; zh && i <= n; i++) {
         if (dir[i] != '/' && dir[i] != '\0')
             continue;
@@ -266,17 +437,20 @@ void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op, char *dir)
             op->inflight++;
         dir[i] = saved;
     }
+    free(dir);
     op->nw.parents = 1; /* also when nothing could be sent: look again */
     sent_locked(op);
     if (op->inflight == 0)
         zkr__aop_ready_locked(c, op);
 }
 
-/* The data watch on the one node the driver names (wpath, taken). */
-void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath)
+/* The data watch on the one node the driver names (wpath, taken); `first`:
+ * that node is first in the order (next in line). */
+void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first)
 {
     free(op->watching);
     op->watching = wpath;
+    op->watching_first = first;
     zhandle_t *zh = current_locked(c, op);
     int zrc = zh ? zoo_awget(zh, wpath, watch_fn, (void *)(uintptr_t)op->id, wset_done, op) : ZCLOSING;
     if (zrc == ZOK) {

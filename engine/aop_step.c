@@ -1,9 +1,13 @@
-/* The asynchronous acquire's machine: one step on the news its requests
- * and watches brought (client thread, no lock held): the create's answer
- * (parents made, a lost reply cleaned up by its protected prefix and the
- * create made afresh), the driver's decision on a listing, the one data
- * watch, the semaphore's lease stage, the grant, and every way to fail
- * (cancel, deadline, session lost, our node deleted by someone else). */
+/* The acquire machine: one step on the news its requests and watches
+ * brought (one thread at a time, no lock held; see aop.h).  The create's
+ * answer (parents made first when the directory is missing; a lost reply
+ * recovered by finding our node by its protected prefix and adopting it
+ * only under the session that sent it), the driver's decision on a
+ * listing, the one data watch (next in line: the deletion of the first
+ * node grants without listing), the semaphore's lease stage (with the
+ * lease sent ahead behind locks/ when locks/ was free last time), the
+ * grant, and every way to fail (cancel, close, deadline, session lost,
+ * our node deleted by someone else). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -11,39 +15,81 @@
 
 #include "engine/aop.h"
 
+/* Delete one of our nodes: a blocking acquire waits for it (its caller may
+ * look at the directory next), the client thread never does. */
+static void drop(zkr_client_t *c, zkr__aop_t *op, zkr__node_t *n)
+{
+    if (op->blocking)
+        zkr__node_delete(c, n);
+    else
+        zkr__node_delete_nowait(c, n);
+}
+
+static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
+{
+    char prefix[ZKR__UUID_LEN + 8];
+    zkr__aop_prefix(uuid, prefix);
+    pthread_mutex_lock(&c->mu);
+    int closed = c->closing;
+    pthread_mutex_unlock(&c->mu);
+    if (!closed) /* once closed, the session's end deletes it */
+        zkr__client_delete_prefix_later(c, dir, prefix, session);
+}
+
 static void fail(zkr_client_t *c, zkr__aop_t *op, int rc)
 {
-    zkr__node_delete_nowait(c, &op->lease);
-    zkr__node_delete_nowait(c, &op->node);
+    if (op->phase == ZKR__PH_RECOVER)
+        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+    drop(c, op, &op->lease);
+    drop(c, op, &op->node);
     pthread_mutex_lock(&c->mu);
     zkr__aop_finish_locked(c, op, rc);
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A create answered after its acquire ended: delete what it made. */
+/* A create answered with a lost reply: whatever it made goes by its
+ * prefix.  ZNONODE, ZNODEEXISTS and final answers made nothing. */
+static int reply_lost(const zkr__news_t *nw, int rc)
+{
+    return !nw->create_local && rc != ZOK && rc != ZNONODE && rc != ZNODEEXISTS &&
+           (zkr__zk_class(rc) != ZKR__ZC_FINAL || rc == ZSYSTEMERROR);
+}
+
+/* Answers that came after the acquire ended: delete what they made. */
 static void cleanup_news(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
 {
     if (nw->created && nw->create_rc == ZOK && nw->path) {
-        zkr__node_t n;
-        memset(&n, 0, sizeof n);
-        n.path = nw->path;
-        n.session = nw->owner ? nw->owner : op->csession;
+        zkr__node_t n = {.path = nw->path, .session = nw->owner ? nw->owner : op->csession};
         nw->path = NULL;
         zkr__node_delete_nowait(c, &n);
-    } else if (nw->created && !nw->create_local && nw->create_rc != ZOK) {
-        /* Lost reply: whatever it made goes by its protected prefix. */
-        char prefix[ZKR__UUID_LEN + 8];
-        memcpy(prefix, "_c_", 3);
-        memcpy(prefix + 3, op->uuid, ZKR__UUID_LEN);
-        prefix[3 + ZKR__UUID_LEN] = '-';
-        prefix[4 + ZKR__UUID_LEN] = '\0';
-        pthread_mutex_lock(&c->mu);
-        int closed = c->closing;
-        pthread_mutex_unlock(&c->mu);
-        if (!closed && nw->create_rc != ZNONODE && nw->create_rc != ZNODEEXISTS &&
-            zkr__zk_class(nw->create_rc) != ZKR__ZC_FINAL)
-            zkr__client_delete_prefix_later(c, zkr__aop_stage_dir(op), prefix, op->csession);
+    } else if (nw->created && reply_lost(nw, nw->create_rc)) {
+        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
     }
+    if (nw->screated && nw->screate_rc == ZOK && nw->spath) {
+        zkr__node_t n = {.path = nw->spath, .session = nw->sowner ? nw->sowner : op->csession};
+        nw->spath = NULL;
+        zkr__node_delete_nowait(c, &n);
+    } else if (nw->screated && reply_lost(nw, nw->screate_rc)) {
+        lost_reply_cleanup(c, op->leases_dir, op->suuid, op->csession);
+    }
+}
+
+/* Our node of the current stage exists (created, or adopted): track it,
+ * and have its deletion by someone else wake this acquire. */
+static int have_node(zkr_client_t *c, zkr__aop_t *op, char *path, int64_t czxid, int64_t session)
+{
+    zkr__node_t *n = op->in_lease ? &op->lease : &op->node;
+    n->path = path;
+    n->czxid = czxid;
+    n->session = session;
+    memcpy(n->uuid, op->uuid, sizeof n->uuid);
+    int r = zkr__track_add(c, n->path, n->session, &n->track);
+    if (r != ZKR_OK)
+        return r;
+    zkr__track_set_waiter(c, n->track, op->id);
+    op->phase = op->in_lease ? ZKR__PH_LEASE : ZKR__PH_QUEUE;
+    op->need_look = 1; /* until a listing decides */
+    return 0;
 }
 
 /* The create's answer.  Returns 0, or a code to end the acquire with. */
@@ -51,45 +97,66 @@ static int on_created(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
 {
     int rc = nw->create_rc;
     if (rc == ZOK) {
-        zkr__node_t *n = op->in_lease ? &op->lease : &op->node;
-        n->path = nw->path;
+        char *path = nw->path;
         nw->path = NULL;
-        n->czxid = nw->czxid;
-        n->session = nw->owner ? nw->owner : op->csession;
-        memcpy(n->uuid, op->uuid, sizeof n->uuid);
-        int r = zkr__track_add(c, n->path, n->session, &n->track);
-        if (r != ZKR_OK)
-            return r;
-        op->phase = op->in_lease ? ZKR__PH_LEASE : ZKR__PH_QUEUE;
-        op->need_look = 1; /* until a listing decides */
-        return 0;
+        return have_node(c, op, path, nw->czxid, nw->owner ? nw->owner : op->csession);
     }
     op->phase = ZKR__PH_START;
     if (rc == ZNONODE) {
+        /* Parents are containers: make them (again: the server may have
+         * reaped an empty one since), then create. */
         if (op->parent_tries++ >= ZKR__AOP_PARENT_RETRIES)
             return ZKR_ENONODE;
-        char *dir = strdup(zkr__aop_stage_dir(op));
-        if (!dir)
-            return ZKR_ENOMEM;
-        pthread_mutex_lock(&c->mu);
-        zkr__aop_send_parents_locked(c, op, dir);
-        pthread_mutex_unlock(&c->mu);
-        free(dir);
+        op->need_parents = 1;
         return 0;
     }
     if (zkr__zk_class(rc) == ZKR__ZC_FINAL && rc != ZSYSTEMERROR)
         return zkr__zk_error(rc);
-    /* Connection or session trouble: the reply is lost, the node may exist.
-     * It goes by its prefix in the background; try afresh. */
-    cleanup_news(c, op, nw);
     if (++op->attempts >= ZKR__AOP_CREATE_RETRIES)
         return ZKR_EZOOKEEPER;
+    if (reply_lost(nw, rc) && op->recover_tries++ < ZKR__AOP_RECOVER_RETRIES) {
+        /* The reply is lost, the node may exist: find it by its prefix
+         * (Curator's way) before creating again. */
+        op->phase = ZKR__PH_RECOVER;
+        op->need_look = 1;
+    } else if (reply_lost(nw, rc)) {
+        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+    }
     return 0;
 }
 
+/* The lease sent ahead: kept until locks/ decides, or given up at once
+ * when the locks/ create did not succeed (it was not made under locks/). */
+static void on_spec_lease(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
+{
+    if (nw->screated && nw->screate_rc == ZOK) {
+        op->lease = (zkr__node_t){.path = nw->spath, .czxid = nw->sczxid,
+                                  .session = nw->sowner ? nw->sowner : op->csession};
+        memcpy(op->lease.uuid, op->suuid, sizeof op->lease.uuid);
+        nw->spath = NULL;
+    } else if (nw->screated && reply_lost(nw, nw->screate_rc)) {
+        lost_reply_cleanup(c, op->leases_dir, op->suuid, op->csession);
+    }
+    if (nw->slisted) {
+        zkr__strvec_free(&op->skids);
+        if (nw->slist_rc == ZOK) {
+            op->skids = nw->skids;
+            nw->skids.v = NULL;
+            nw->skids.n = 0;
+        }
+    }
+}
+
+static void spec_drop(zkr_client_t *c, zkr__aop_t *op)
+{
+    zkr__node_delete_nowait(c, &op->lease); /* withdrawn before we wait */
+    zkr__strvec_free(&op->skids);
+    op->spec = 0;
+}
+
 /* The queue stage's decision on a listing: 1 held, 0 wait (*wpath: the one
- * node to watch), or a code. */
-static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, char **wpath)
+ * node to watch, *first: it is first in the order), or a code. */
+static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, char **wpath, int *first)
 {
     size_t watch = 0;
     int d = zkr__queue_decide(op->drv, kids, zkr__path_basename(op->node.path), &watch);
@@ -101,32 +168,38 @@ static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, ch
     }
     if (d != 0)
         return d > 0 ? 1 : d;
+    *first = op->drv->next_in_line && watch == 0;
     *wpath = zkr__path_join(op->dir, kids->v[watch]);
     return *wpath ? 0 : ZKR_ENOMEM;
 }
 
-/* The lease stage's decision: 1 held, 0 wait (the listing set the watch), or a code. */
-static int lease_decide(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
+/* The lease stage's decision on the leases (and count): 1 held, 0 wait, or a code. */
+static int lease_decide(zkr_client_t *c, zkr__aop_t *op, const zkr__strvec_t *kids, int counted, int count_rc,
+                        int32_t count)
 {
-    if (nw->counted && nw->count_rc != ZOK)
-        return nw->count_rc == 1 ? ZKR_EBADDATA : zkr__zk_error(nw->count_rc);
-    long ours = zkr__strvec_find(&nw->kids, zkr__path_basename(op->lease.path));
+    if (counted && count_rc != ZOK)
+        return count_rc == 1 ? ZKR_EBADDATA : zkr__zk_error(count_rc);
+    long ours = zkr__strvec_find(kids, zkr__path_basename(op->lease.path));
     if (ours < 0) {
         if (op->lsession != op->lease.session)
             return ZKR_ESESSIONLOST;
         zkr__track_mark_deleted(c, op->lease.track);
         return ZKR_EDELETED;
     }
-    int max = op->count_path ? nw->count : op->max;
-    return nw->kids.n <= (size_t)(max > 0 ? max : 0) ? 1 : 0;
+    int max = op->count_path ? count : op->max;
+    return kids->n <= (size_t)(max > 0 ? max : 0) ? 1 : 0;
 }
 
 static void grant(zkr_client_t *c, zkr__aop_t *op)
 {
     zkr__node_t *n = op->sem ? &op->lease : &op->node;
+    /* The locks/ node: done with it; nobody waits for its delete, and our
+     * next request on this session is ordered after it. */
     if (op->sem)
-        zkr__node_delete_nowait(c, &op->node); /* the locks/ mutex: done with it */
-    zkr__node_track(c, n, op->hfn, op->hctx);
+        zkr__node_delete_nowait(c, &op->node);
+    zkr__track_set_waiter(c, n->track, 0);
+    if (op->track_on_grant)
+        zkr__node_track(c, n, op->hfn, op->hctx);
     pthread_mutex_lock(&c->mu);
     op->granted = *n;
     memset(n, 0, sizeof *n);
@@ -134,13 +207,177 @@ static void grant(zkr_client_t *c, zkr__aop_t *op)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Start the semaphore's lease stage (locks/ is held). */
-static void lease_stage(zkr__aop_t *op)
+/* locks/ is ours: start the lease stage, or decide at once on the lease
+ * sent ahead (made after our locks/ node on the same session, so made
+ * while we held locks/, exactly as if we had waited).  Returns 1 if
+ * granted. */
+static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
 {
     op->in_lease = 1;
     op->phase = ZKR__PH_START;
     op->attempts = 0;
     op->parent_tries = 0;
+    op->recover_tries = 0;
+    if (!op->lease.path)
+        return 0;
+    if (op->lease.session != op->node.session) {
+        spec_drop(c, op);
+        return 0;
+    }
+    memcpy(op->uuid, op->suuid, sizeof op->uuid);
+    zkr__node_t spec = op->lease;
+    memset(&op->lease, 0, sizeof op->lease);
+    if (have_node(c, op, spec.path, spec.czxid, spec.session) != 0) {
+        zkr__node_delete_nowait(c, &(zkr__node_t){.path = spec.path, .session = spec.session});
+        op->phase = ZKR__PH_START;
+        return 0;
+    }
+    op->lsession = op->node.session;
+    int d = op->skids.v ? lease_decide(c, op, &op->skids, 0, ZOK, 0) : 0;
+    zkr__strvec_free(&op->skids);
+    if (d == 1) {
+        grant(c, op);
+        return 1;
+    }
+    op->need_look = 1; /* no room, or not listed: count again, watching */
+    return 0;
+}
+
+/* The recovery's step, with nothing in flight: returns 0 or a code. */
+static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int usable, int64_t session)
+{
+    if (nw->listed) {
+        char prefix[ZKR__UUID_LEN + 8];
+        zkr__aop_prefix(op->uuid, prefix);
+        long i = zkr__strvec_find_prefix(&nw->kids, prefix);
+        if (i < 0 || op->lsession != op->csession) {
+            if (i >= 0 || op->lsession != op->csession)
+                lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+            op->phase = ZKR__PH_START; /* the create never happened, or not on our session */
+            return 0;
+        }
+        free(op->rpath);
+        if (!(op->rpath = zkr__path_join(zkr__aop_stage_dir(op), nw->kids.v[i])))
+            return ZKR_ENOMEM;
+        pthread_mutex_lock(&c->mu);
+        zkr__aop_send_recover_exists_locked(c, op);
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    if (nw->existed) {
+        int zrc = nw->exists_rc;
+        if (zrc == ZOK && nw->ex_owner == op->csession && session == op->csession) {
+            char *path = op->rpath; /* adopt our own node */
+            op->rpath = NULL;
+            return have_node(c, op, path, nw->ex_czxid, op->csession);
+        }
+        if (zrc == ZOK) {
+            /* A node of another session (the one that sent the create is
+             * gone): it would block every contender. */
+            zkr__client_delete_later(c, op->rpath, op->csession);
+            op->phase = ZKR__PH_START;
+        } else if (zrc == ZNONODE) {
+            op->phase = ZKR__PH_START;
+        } else {
+            op->need_look = 1; /* could not look: again */
+        }
+        return 0;
+    }
+    if (!usable)
+        return 0; /* a state delivered brings us back */
+    if (session != op->csession) {
+        /* The session that sent the create is gone: so is its node, or it
+         * goes by its prefix once we can see it. */
+        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+        op->phase = ZKR__PH_START;
+        return 0;
+    }
+    if (op->need_look) {
+        op->need_look = 0;
+        pthread_mutex_lock(&c->mu);
+        zkr__aop_send_recover_list_locked(c, op);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return 0;
+}
+
+/* Answers kept until the rest of the batch is answered. */
+static void park(zkr__aop_t *op, zkr__news_t *nw)
+{
+    zkr__news_t *p = &op->parked;
+    if (nw->listed) {
+        zkr__strvec_free(&p->kids);
+        p->kids = nw->kids;
+        p->listed = 1;
+        p->list_rc = nw->list_rc;
+        nw->kids.v = NULL;
+        nw->kids.n = 0;
+    }
+    if (nw->counted) {
+        p->counted = 1;
+        p->count_rc = nw->count_rc;
+        p->count = nw->count;
+    }
+    if (nw->existed) {
+        p->existed = 1;
+        p->exists_rc = nw->exists_rc;
+        p->ex_czxid = nw->ex_czxid;
+        p->ex_owner = nw->ex_owner;
+    }
+    p->look |= nw->look;
+    p->gone_first |= nw->gone_first;
+}
+
+static void unpark(zkr__aop_t *op, zkr__news_t *nw)
+{
+    zkr__news_t *p = &op->parked;
+    if (p->listed && !nw->listed) {
+        nw->listed = 1;
+        nw->list_rc = p->list_rc;
+        nw->kids = p->kids;
+        p->kids.v = NULL;
+        p->kids.n = 0;
+    }
+    if (p->counted && !nw->counted) {
+        nw->counted = 1;
+        nw->count_rc = p->count_rc;
+        nw->count = p->count;
+    }
+    if (p->existed && !nw->existed) {
+        nw->existed = 1;
+        nw->exists_rc = p->exists_rc;
+        nw->ex_czxid = p->ex_czxid;
+        nw->ex_owner = p->ex_owner;
+    }
+    nw->look |= p->look;
+    nw->gone_first |= p->gone_first;
+    zkr__news_clear(p);
+}
+
+/* What the news says went wrong, if anything (also: what to look at again). */
+static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc)
+{
+    if (nw->listed && nw->list_rc != ZOK && nw->list_rc != ZNONODE) {
+        if (rc == 0 && zkr__zk_class(nw->list_rc) == ZKR__ZC_FINAL && nw->list_rc != ZSYSTEMERROR)
+            rc = zkr__zk_error(nw->list_rc);
+        op->need_look = 1;
+        nw->listed = 0;
+    }
+    if (nw->counted && nw->count_rc != ZOK && zkr__zk_class(nw->count_rc) != ZKR__ZC_FINAL) {
+        op->need_look = 1; /* connection trouble: count again */
+        nw->listed = 0;
+    }
+    if (nw->wset && nw->wset_rc != ZOK) {
+        if (zkr__zk_class(nw->wset_rc) == ZKR__ZC_FINAL && nw->wset_rc != ZNONODE)
+            rc = rc ? rc : zkr__zk_error(nw->wset_rc);
+        op->need_look = 1; /* gone already, or the link: look again */
+        nw->gone_first = 0;
+    }
+    if (nw->look)
+        op->need_look = 1;
+    if (nw->parents && nw->parents_rc != ZOK && zkr__zk_class(nw->parents_rc) == ZKR__ZC_FINAL)
+        rc = rc ? rc : zkr__zk_error(nw->parents_rc);
+    return rc;
 }
 
 void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
@@ -150,27 +387,14 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     memset(&op->nw, 0, sizeof op->nw);
     int finished = op->finished;
     int cancel = op->cancel;
+    int closing = c->closing;
     int inflight = op->inflight;
     int usable = c->cur && zkr__usable_locked(c);
     int have_session = c->have_session;
     int64_t session = c->session_id;
     int lost_state = c->sm.state == ZKR_STATE_LOST;
     pthread_mutex_unlock(&c->mu);
-    /* answers parked by an earlier step */
-    if (op->parked.listed && !nw.listed) {
-        nw.listed = 1;
-        nw.list_rc = op->parked.list_rc;
-        nw.kids = op->parked.kids;
-        op->parked.kids.v = NULL;
-        op->parked.kids.n = 0;
-    }
-    if (op->parked.counted && !nw.counted) {
-        nw.counted = 1;
-        nw.count_rc = op->parked.count_rc;
-        nw.count = op->parked.count;
-    }
-    nw.look |= op->parked.look;
-    zkr__news_clear(&op->parked);
+    unpark(op, &nw);
 
     if (finished) {
         cleanup_news(c, op, &nw);
@@ -180,68 +404,66 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     int rc = 0;
     if (nw.created)
         rc = on_created(c, op, &nw);
-    if (nw.listed && nw.list_rc != ZOK && nw.list_rc != ZNONODE) {
-        if (rc == 0 && zkr__zk_class(nw.list_rc) == ZKR__ZC_FINAL && nw.list_rc != ZSYSTEMERROR)
-            rc = zkr__zk_error(nw.list_rc);
-        op->need_look = 1;
-        nw.listed = 0;
+    if (nw.screated || nw.slisted) {
+        on_spec_lease(c, op, &nw);
+        if (nw.created && nw.create_rc != ZOK)
+            spec_drop(c, op); /* no locks/ node: the lease was not made under it */
     }
-    if (nw.counted && nw.count_rc != ZOK && zkr__zk_class(nw.count_rc) != ZKR__ZC_FINAL) {
-        op->need_look = 1; /* connection trouble: count again */
-        nw.listed = 0;
-    }
-    if (nw.wset && nw.wset_rc != ZOK) {
-        if (zkr__zk_class(nw.wset_rc) == ZKR__ZC_FINAL && nw.wset_rc != ZNONODE)
-            rc = rc ? rc : zkr__zk_error(nw.wset_rc);
-        op->need_look = 1; /* gone already, or the link: look again */
-    }
-    if (nw.look)
-        op->need_look = 1;
-    if (nw.parents && nw.parents_rc != ZOK && zkr__zk_class(nw.parents_rc) == ZKR__ZC_FINAL)
-        rc = rc ? rc : zkr__zk_error(nw.parents_rc);
+    rc = news_errors(op, &nw, rc);
 
-    const zkr__node_t *mine = op->lease.path ? &op->lease : &op->node;
+    const zkr__node_t *mine = op->in_lease ? &op->lease : &op->node;
     if (rc == 0 && cancel)
         rc = ZKR_ECANCELED;
+    if (rc == 0 && closing)
+        rc = ZKR_ECLOSED;
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
     if (rc != 0) {
+        cleanup_news(c, op, &nw);
         zkr__news_clear(&nw);
         fail(c, op, rc);
         return;
     }
     if (inflight > 0) {
-        /* The rest of the answers come: decide on all of them. */
-        if (nw.listed) {
-            op->parked.kids = nw.kids;
-            op->parked.listed = 1;
-            op->parked.list_rc = nw.list_rc;
-            nw.kids.v = NULL;
-            nw.kids.n = 0;
-        }
-        if (nw.counted) {
-            op->parked.counted = 1;
-            op->parked.count_rc = nw.count_rc;
-            op->parked.count = nw.count;
-        }
-        op->parked.look = nw.look;
+        park(op, &nw); /* the rest of the answers come: decide on all of them */
         zkr__news_clear(&nw);
         return;
     }
-    int64_t now = zkr__now_ms();
-    int can_wait = now < op->deadline;
+    int can_wait = zkr__now_ms() < op->deadline;
 
-    if (nw.listed && op->phase == ZKR__PH_QUEUE) {
+    if (op->phase == ZKR__PH_RECOVER) {
+        rc = recover_step(c, op, &nw, usable, session);
+        zkr__news_clear(&nw);
+        if (rc == 0 && op->phase == ZKR__PH_RECOVER && !can_wait)
+            rc = ZKR_ETIMEDOUT;
+        if (rc != 0) {
+            fail(c, op, rc);
+            return;
+        }
+        if (op->phase == ZKR__PH_RECOVER)
+            return;
+        /* adopted (look next), or create afresh */
+    } else if (op->phase == ZKR__PH_QUEUE && (nw.listed || nw.gone_first)) {
         char *wpath = NULL;
-        int d = queue_decide(c, op, &nw.kids, &wpath);
+        int first = 0;
+        /* Next in line (no listing): the one node before ours is gone, and
+         * no node can come before ours (the driver's order is creation
+         * order), so it is ours. */
+        int d = nw.listed ? queue_decide(c, op, &nw.kids, &wpath, &first) : 1;
         zkr__news_clear(&nw);
         op->need_look = 0;
+        if (op->speculate && !op->decided)
+            atomic_store(op->speculate, d == 1); /* send the lease ahead next time? */
+        op->decided = 1;
+        if (d != 1 && op->lease.path)
+            spec_drop(c, op); /* locks/ is not ours yet */
         if (d == 1) {
             if (!op->sem) {
                 grant(c, op);
                 return;
             }
-            lease_stage(op);
+            if (lease_stage(c, op))
+                return;
         } else if (d < 0) {
             fail(c, op, d);
             return;
@@ -251,12 +473,15 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
             return;
         } else {
             pthread_mutex_lock(&c->mu);
-            zkr__aop_send_watch_locked(c, op, wpath);
+            zkr__aop_send_watch_locked(c, op, wpath, first);
             pthread_mutex_unlock(&c->mu);
             return;
         }
     } else if (nw.listed && op->phase == ZKR__PH_LEASE) {
-        int d = lease_decide(c, op, &nw);
+        int d = lease_decide(c, op, &nw.kids, nw.counted, nw.count_rc, nw.count);
+        /* A watch that fired with the listing's answer may have fired after
+         * the listing was made (it is used up): then look again now. */
+        int stale = nw.look;
         zkr__news_clear(&nw);
         op->need_look = 0;
         if (d == 1) {
@@ -267,29 +492,31 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
             fail(c, op, d < 0 ? d : ZKR_ETIMEDOUT);
             return;
         }
-        return; /* the listing left a children watch (and the count a data watch) */
+        if (!stale)
+            return; /* the listing left a children watch (and the count a data watch) */
+        op->need_look = 1;
     }
     zkr__news_clear(&nw);
+    if (op->finished)
+        return;
 
     if (op->phase == ZKR__PH_START) {
-        if (!usable) {
-            if (!can_wait)
-                fail(c, op, ZKR_ETIMEDOUT);
+        /* Past the deadline, a stage's first create still goes out (a
+         * timeout of 0 tries once); a retry does not. */
+        if (!can_wait && (!usable || op->attempts > 0)) {
+            fail(c, op, ZKR_ETIMEDOUT);
+            return;
+        }
+        if (!usable)
             return; /* a state delivered brings us back */
-        }
-        if (zkr__uuid(op->uuid) != 0) {
-            fail(c, op, ZKR_ESYSTEM);
+        if (op->need_parents) {
+            op->need_parents = 0;
+            pthread_mutex_lock(&c->mu);
+            zkr__aop_send_parents_locked(c, op);
+            pthread_mutex_unlock(&c->mu);
             return;
         }
-        char *path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? "lease-" : op->drv->marker);
-        if (!path) {
-            fail(c, op, ZKR_ENOMEM);
-            return;
-        }
-        pthread_mutex_lock(&c->mu);
-        zkr__aop_send_create_locked(c, op, path);
-        pthread_mutex_unlock(&c->mu);
-        free(path);
+        zkr__aop_send_create(c, op);
         return;
     }
     if (!can_wait) {

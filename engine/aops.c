@@ -1,6 +1,7 @@
-/* The client's lists of asynchronous acquires (every one, the ready ones,
- * the ended ones waiting for dispatch), the event descriptor a loop polls,
- * and the delivery of one ended acquire.  c->mu held (see aop.h). */
+/* The acquires' records and the client's lists of them (every one, the
+ * asynchronous ones ready to step, the ended ones waiting for dispatch),
+ * the event descriptor a loop polls, and the delivery of one ended
+ * acquire or release.  c->mu held (see aop.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -20,9 +21,13 @@ zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id)
 
 void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
 {
-    if (op->in_ready)
-        return;
+    if (op->in_ready || op->release)
+        return; /* a release is never stepped: its delete's answer ends it */
     op->in_ready = 1;
+    if (op->blocking) {
+        pthread_cond_signal(&op->cond); /* its caller steps it */
+        return;
+    }
     op->rnext = NULL;
     if (c->aready_tail)
         c->aready_tail->rnext = op;
@@ -53,8 +58,16 @@ void zkr__aop_lower_fd_locked(zkr_client_t *c)
 void zkr__news_clear(zkr__news_t *nw)
 {
     free(nw->path);
+    free(nw->spath);
     zkr__strvec_free(&nw->kids);
+    zkr__strvec_free(&nw->skids);
     memset(nw, 0, sizeof *nw);
+}
+
+int zkr__news_any(const zkr__news_t *nw, int finished)
+{
+    return nw->created || nw->listed || nw->counted || nw->wset || nw->parents || nw->existed || nw->screated ||
+           nw->slisted || ((nw->look || nw->gone_first) && !finished);
 }
 
 void zkr__aop_free(zkr__aop_t *op)
@@ -68,6 +81,10 @@ void zkr__aop_free(zkr__aop_t *op)
     zkr__node_clear(&op->node);
     zkr__node_clear(&op->lease);
     zkr__node_clear(&op->granted);
+    zkr__strvec_free(&op->skids);
+    free(op->rpath);
+    free(op->cpath);
+    pthread_cond_destroy(&op->cond);
     free(op);
 }
 
@@ -93,6 +110,10 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     op->rc = rc;
     free(op->watching);
     op->watching = NULL;
+    if (op->blocking) {
+        pthread_cond_signal(&op->cond); /* its caller takes the result */
+        return;
+    }
     op->dnext = NULL;
     if (c->adone_tail)
         c->adone_tail->dnext = op;
@@ -102,6 +123,51 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     zkr__aop_raise_fd_locked(c);
     if (c->adispatch == ZKR_DISPATCH_THREAD)
         pthread_cond_signal(&c->wake);
+}
+
+zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
+{
+    zkr__aop_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    if (zkr__cond_init(&op->cond) != 0) {
+        free(op);
+        return NULL;
+    }
+    op->c = t->c;
+    op->sem = t->leases_dir != NULL;
+    op->drv = t->drv;
+    op->dir = strdup(t->dir);
+    if (op->sem) {
+        op->leases_dir = strdup(t->leases_dir);
+        op->count_path = t->count_path ? strdup(t->count_path) : NULL;
+        op->max = t->max;
+        op->speculate = t->count_path ? NULL : t->speculate;
+    }
+    if (!op->dir || (op->sem && (!op->leases_dir || (t->count_path && !op->count_path)))) {
+        zkr__aop_free(op);
+        return NULL;
+    }
+    op->hfn = t->hold.fn;
+    op->hctx = t->hold.ctx;
+    op->owner = t->owner;
+    op->deadline = deadline;
+    op->phase = ZKR__PH_START;
+    return op;
+}
+
+int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    if (c->closing)
+        return ZKR_ECLOSED;
+    op->id = ++c->next_aop_id;
+    op->prev = c->aops_tail;
+    if (c->aops_tail)
+        c->aops_tail->next = op;
+    else
+        c->aops = op;
+    c->aops_tail = op;
+    return ZKR_OK;
 }
 
 /* Run the first waiting completion on the calling thread.  c->mu held,
@@ -125,7 +191,7 @@ int zkr__aop_deliver_one_locked(zkr_client_t *c)
     /* Cancelled (or closing) after the grant, before delivery: undo it.
      * The delete is not waited for: this may be the client thread, which
      * never waits on the network. */
-    int undo = rc == ZKR_OK && (op->cancel || c->closing);
+    int undo = rc == ZKR_OK && !op->release && (op->cancel || c->closing);
     int undo_rc = op->cancel ? ZKR_ECANCELED : ZKR_ECLOSED;
     pthread_mutex_unlock(&c->mu);
     if (undo) {

@@ -1,7 +1,8 @@
-/* The engine's asynchronous acquires, as the client sees them: starting
- * and cancelling one, the core's hooks (the client thread steps the ready
- * acquires and ends those past their deadline; a delivered state or a
- * release nearby makes them look again; close ends the rest), and the
+/* The acquire machine as the client sees it: the core's hooks (the client
+ * thread steps the ready asynchronous acquires and ends those past their
+ * deadline; a delivered state, a release nearby or an outside deletion
+ * makes an acquire look again; close ends the rest), starting and
+ * cancelling an asynchronous acquire, the asynchronous release, and the
  * program's dispatch (mode, event descriptor, dispatch call).  See aop.h
  * for the threads. */
 #include "config.h"
@@ -37,16 +38,15 @@ static int64_t run_locked(zkr_client_t *c)
         pthread_mutex_lock(&c->mu);
         op->in_ready = 0;
         /* news that came while it stepped: again */
-        if (op->nw.created || op->nw.listed || op->nw.counted || op->nw.wset || op->nw.parents ||
-            (op->nw.look && !op->finished))
+        if (zkr__news_any(&op->nw, op->finished))
             zkr__aop_ready_locked(c, op);
         zkr__aop_maybe_free_locked(c, op);
     }
     int64_t now = zkr__now_ms();
     int64_t next = INT64_MAX;
     for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (op->finished || op->inflight > 0)
-            continue;
+        if (op->finished || op->inflight > 0 || op->blocking || op->release)
+            continue; /* a blocking acquire's caller keeps its deadline */
         if (op->deadline <= now)
             zkr__aop_ready_locked(c, op);
         else if (op->deadline < next)
@@ -136,7 +136,29 @@ static void free_all(zkr_client_t *c)
     c->afd = -1;
 }
 
+/* The client is closing: blocking acquires end (ZKR_ECLOSED) so that
+ * their callers leave the client.  c->mu held. */
+static void closing_locked(zkr_client_t *c)
+{
+    for (zkr__aop_t *op = c->aops; op; op = op->next)
+        if (op->blocking && !op->finished)
+            zkr__aop_ready_locked(c, op);
+}
+
+/* The node of the acquire with this id was deleted by someone else: it
+ * looks again (and finds it gone).  c->mu held. */
+static void wake_id_locked(zkr_client_t *c, uint64_t id)
+{
+    zkr__aop_t *op = zkr__aop_find_locked(c, id);
+    if (op && !op->finished) {
+        op->nw.look = 1;
+        zkr__aop_ready_locked(c, op);
+    }
+}
+
 static const zkr__hooks_t hooks = {
+    .closing_locked = closing_locked,
+    .wake_id_locked = wake_id_locked,
     .run_locked = run_locked,
     .pending_locked = pending_locked,
     .state_locked = state_locked,
@@ -146,9 +168,9 @@ static const zkr__hooks_t hooks = {
     .in_dispatch = in_dispatch,
 };
 
-/* The core calls the hooks once the client has asynchronous work or a
- * dispatch mode, an event descriptor or a dispatch call. */
-static void use(zkr_client_t *c)
+/* The core calls the hooks once the client has an acquire, a dispatch
+ * mode, an event descriptor or a dispatch call. */
+void zkr__async_use(zkr_client_t *c)
 {
     zkr__client_set_hooks(c, &hooks);
 }
@@ -174,46 +196,66 @@ int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr
                      uint64_t *id)
 {
     zkr_client_t *c = t->c;
-    use(c);
-    zkr__aop_t *op = calloc(1, sizeof *op);
+    zkr__async_use(c);
+    zkr__aop_t *op = zkr__aop_new(t, zkr__deadline(timeout_ms));
     if (!op)
         return ZKR_ENOMEM;
-    op->c = c;
-    op->sem = t->leases_dir != NULL;
-    op->drv = t->drv;
-    op->dir = strdup(t->dir);
-    if (op->sem) {
-        op->leases_dir = strdup(t->leases_dir);
-        op->count_path = t->count_path ? strdup(t->count_path) : NULL;
-        op->max = t->max;
-    }
-    if (!op->dir || (op->sem && (!op->leases_dir || (t->count_path && !op->count_path)))) {
-        zkr__aop_free(op);
-        return ZKR_ENOMEM;
-    }
-    op->hfn = t->hold.fn;
-    op->hctx = t->hold.ctx;
     op->done = *done;
-    op->owner = t->owner;
-    op->deadline = zkr__deadline(timeout_ms);
-    op->phase = ZKR__PH_START;
+    op->track_on_grant = 1;
     pthread_mutex_lock(&c->mu);
-    if (c->closing) {
+    int rc = zkr__aop_add_locked(c, op);
+    if (rc != ZKR_OK) {
         pthread_mutex_unlock(&c->mu);
         zkr__aop_free(op);
-        return ZKR_ECLOSED;
+        return rc;
     }
-    op->id = ++c->next_aop_id;
-    op->prev = c->aops_tail;
-    if (c->aops_tail)
-        c->aops_tail->next = op;
-    else
-        c->aops = op;
-    c->aops_tail = op;
     zkr__aop_ready_locked(c, op); /* the client thread sends its create, in order */
     if (id)
         *id = op->id;
     pthread_mutex_unlock(&c->mu);
+    return ZKR_OK;
+}
+
+/* ---- releasing without waiting ---- */
+
+static void release_done(zkr_client_t *c, int rc, void *arg)
+{
+    zkr__aop_t *op = arg;
+    pthread_mutex_lock(&c->mu);
+    zkr__aop_finish_locked(c, op, rc);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* The program's completion, then the reference to the client that the
+ * released hold or lease held (the client is not closed yet: close waits
+ * for every delivery). */
+static void deliver_release(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async_done_t *d)
+{
+    (void)node;
+    ((zkr_release_fn)d->fn)(rc, d->ctx);
+    zkr__client_release(c);
+}
+
+int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, void *ctx)
+{
+    zkr__async_use(c);
+    zkr__aop_t *op = calloc(1, sizeof *op);
+    if (!op || zkr__cond_init(&op->cond) != 0) {
+        free(op);
+        return ZKR_ENOMEM;
+    }
+    op->c = c;
+    op->release = 1;
+    op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx};
+    op->taken = 1; /* nothing to cancel */
+    pthread_mutex_lock(&c->mu);
+    int rc = zkr__aop_add_locked(c, op); /* ZKR_ECLOSED once closing */
+    pthread_mutex_unlock(&c->mu);
+    if (rc != ZKR_OK) {
+        zkr__aop_free(op);
+        return rc;
+    }
+    zkr__node_delete_cb(c, node, release_done, op);
     return ZKR_OK;
 }
 
@@ -237,7 +279,7 @@ int zkr_client_set_dispatch(zkr_client_t *c, zkr_dispatch_mode_t mode)
 {
     if (!c || (mode != ZKR_DISPATCH_LOOP && mode != ZKR_DISPATCH_THREAD))
         return ZKR_EINVAL;
-    use(c);
+    zkr__async_use(c);
     pthread_mutex_lock(&c->mu);
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
     if (rc == ZKR_OK) {
@@ -252,7 +294,7 @@ int zkr_client_fd(zkr_client_t *c)
 {
     if (!c)
         return ZKR_EINVAL;
-    use(c);
+    zkr__async_use(c);
     pthread_mutex_lock(&c->mu);
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
     if (rc == ZKR_OK && c->afd < 0) {
@@ -272,7 +314,7 @@ int zkr_client_dispatch(zkr_client_t *c)
 {
     if (!c)
         return ZKR_EINVAL;
-    use(c);
+    zkr__async_use(c);
     const zkr_client_t *outer = dispatching;
     dispatching = c;
     pthread_mutex_lock(&c->mu);

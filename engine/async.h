@@ -7,6 +7,8 @@
 #ifndef ZKR_ENGINE_ASYNC_H
 #define ZKR_ENGINE_ASYNC_H
 
+#include <stdatomic.h>
+
 #include "engine/engine.h"
 #include "zkr/async.h"
 
@@ -19,6 +21,8 @@ typedef struct zkr__async_target {
     const char *leases_dir;      /* semaphore only (the lease stage): its leases/ */
     const char *count_path;      /* semaphore only: shared count, or NULL */
     int max;                     /* semaphore only: the fixed count */
+    atomic_int *speculate;       /* semaphore only (fixed count): the
+                                    object's "locks/ was free last time" */
     zkr__hold_listener_t hold;   /* the object's hold listener now */
     const void *owner;           /* the object (cancelled when it is freed) */
 } zkr__async_target_t;
@@ -35,10 +39,34 @@ struct zkr__async_done {
     void *ctx;
 };
 
+/* A blocking acquire: runs the machine on the calling thread (which must be
+ * inside the client) until it ends.  The thread's offered prefetch for this
+ * very queue (zkr__prefetch_offer), if any, gives the node and its first
+ * listing.  Returns ZKR_OK (*out: the granted node, tracked but without a
+ * hold listener: the caller calls zkr__node_track), ZKR_ETIMEDOUT,
+ * ZKR_ECLOSED, ZKR_ESESSIONLOST (our node went with the session),
+ * ZKR_EDELETED (someone else deleted it), ZKR_ENOMEM, ZKR_ENOAUTH,
+ * ZKR_ENONODE, ZKR_EBADDATA (a shared count that is not one),
+ * ZKR_EZOOKEEPER.  On failure our nodes are gone (or their deletion is
+ * under way in the background). */
+int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *out);
+
+/* zkr__acquire on a queue (a lock kind's directory and driver). */
+int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, int64_t deadline,
+                       zkr__node_t *out);
+
 /* Start an acquire.  Returns ZKR_OK (*id set if id is not NULL),
  * ZKR_ENOMEM, ZKR_ECLOSED. */
 int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr__async_done_t *done,
                      uint64_t *id);
+
+/* Release a granted node without waiting: its delete goes out now, and
+ * fn(rc, ctx) runs once (rc: what zkr__node_delete would have returned)
+ * where completions run; then the holder's reference to the client
+ * (zkr__client_retain) is dropped.  Returns ZKR_OK, or ZKR_ENOMEM /
+ * ZKR_ECLOSED (the client is closing) with *node and the reference
+ * untouched and nothing delivered. */
+int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, void *ctx);
 
 /* Cancel every pending asynchronous acquire made on `owner` (its object is
  * being freed): their completions report ZKR_ECANCELED. */

@@ -278,7 +278,7 @@ int zkr__deletes_defer_end(void)
      * wake them now the deletes are on their way. */
     for (size_t i = 0; i < l.n; i++)
         if (l.e[i].watched)
-            zkr__waiters_wake_path(l.e[i].c, l.e[i].path);
+            zkr__client_wake_path(l.e[i].c, l.e[i].path);
 
     int first = ZKR_OK;
     for (size_t i = 0; i < l.n; i++) {
@@ -344,7 +344,7 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
         /* Our own session's waiters on this node lost their watch with
          * ours: wake them (they look again and find it gone). */
         if (watched)
-            zkr__waiters_wake_path(c, node->path);
+            zkr__client_wake_path(c, node->path);
     }
     if (zrc == DELETE_PENDING)
         rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
@@ -366,3 +366,71 @@ void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node)
     node_delete(c, node, 0);
 }
 
+
+/* ---- a release that does not wait (the asynchronous release) ---------------- */
+
+typedef struct delete_cb {
+    zkr__zdel_t del; /* first: the combiner's */
+    zkr_client_t *c;
+    int64_t session;
+    int lost;
+    zkr__delete_done_fn done;
+    void *arg;
+    char path[];
+} delete_cb_t;
+
+static void delete_cb_done(zkr__zdel_t *d, int zrc)
+{
+    delete_cb_t *dc = (delete_cb_t *)(void *)d;
+    int rc;
+    if (zrc == ZCLOSING) /* the client closes: its session's end deletes it */
+        rc = dc->lost ? ZKR_ELOST : ZKR_OK;
+    else
+        rc = delete_settle(dc->c, dc->path, dc->session, zrc, dc->lost);
+    dc->done(dc->c, rc, dc->arg);
+    free(dc);
+}
+
+void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn done, void *arg)
+{
+    int was_lost = 0, watched = 0;
+    if (node->track) {
+        was_lost = zkr__track_remove(c, node->track, &watched) == ZKR_HOLD_LOST;
+        node->track = NULL;
+    }
+    zkr__zh_t *h = NULL;
+    if (!node->path || zkr__client_get_handle(c, &h) != ZKR_OK) {
+        /* nothing to delete, or the client closes (the session's end
+         * deletes it) */
+        done(c, was_lost ? ZKR_ELOST : ZKR_OK, arg);
+        zkr__node_clear(node);
+        return;
+    }
+    size_t len = strlen(node->path) + 1;
+    delete_cb_t *dc = calloc(1, sizeof *dc + len);
+    int lost = was_lost || zkr__zh_session(c, h) != node->session;
+    if (!dc || !zkr__zh_usable(c, h)) {
+        /* later, in the background: as a blocking release not answered in time */
+        zkr__client_delete_later(c, node->path, node->session);
+        zkr__client_put_handle(c, h);
+        free(dc);
+        done(c, lost ? ZKR_ELOST : ZKR_OK, arg);
+        zkr__node_clear(node);
+        return;
+    }
+    dc->c = c;
+    dc->session = node->session;
+    dc->lost = lost;
+    dc->done = done;
+    dc->arg = arg;
+    memcpy(dc->path, node->path, len);
+    dc->del.path = dc->path;
+    dc->del.done = delete_cb_done;
+    if (watched) /* our own watch first (same session: in order) */
+        zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void, NULL);
+    zkr__zh_delete(h, &dc->del); /* dc may be gone from here on */
+    if (watched)
+        zkr__client_wake_path(c, node->path);
+    zkr__client_put_handle(c, h);
+    zkr__node_clear(node);
+}

@@ -10,28 +10,6 @@
 
 #include "core/core.h"
 
-/* ---- engine/wait.c: the blocking path's watch-and-wait loop ---- */
-
-/* One look at a watched condition, for zkr__watch_loop: make the reads on
- * handle h, setting watches with zkr__waiter_watcher()/ctx(w), and decide.
- * `can_wait` is 0 when the deadline has passed (do not set a watch then:
- * return ZKR_ETIMEDOUT).  Returns ZKR_OK or a negative ZKR_E... code (the
- * loop ends with it), or one of: */
-#define ZKR__STEP_WAIT 1      /* watches set: wait for one to fire */
-#define ZKR__STEP_AGAIN 2     /* look again at once */
-#define ZKR__STEP_RECONNECT 3 /* connection or session trouble: wait until
-                                 the session is usable again, then look */
-typedef int (*zkr__step_fn)(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w,
-                            int can_wait);
-
-/* The one watch-and-wait loop of the library.  Work that belongs to
- * `session`: returns ZKR_ESESSIONLOST as soon as that session is gone.  If
- * `own` is not NULL (the tracked node the work waits with), its deletion
- * by someone else wakes the loop too.  Returns what step returned, or
- * ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ESESSIONLOST, ZKR_ESYSTEM. */
-int zkr__watch_loop(zkr_client_t *c, int64_t session, zkr__track_t *own, int64_t deadline, zkr__step_fn step,
-                    void *arg);
-
 /* Decide whether the node at index `ours` of the sorted children holds the
  * lock.  Returns 1 (held), 0 (not held: *watch is the index of the one node
  * to data-watch) or a negative ZKR_E... code. */
@@ -101,18 +79,14 @@ int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ct
 /* The hold's state (ZKR_HOLD_NONE if not tracked). */
 zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node);
 
-/* Create a protected node "<dir>/_c_<uuid>-<marker>" with `mode`
- * (ZOO_EPHEMERAL_SEQUENTIAL unless a driver needs otherwise), creating
- * missing parents as containers and recovering a lost create reply.  If
- * `children` is not NULL the directory is listed in the same round trip
- * (the listing is sent right behind the create).  If `exact_name` is not
- * NULL the node is "<dir>/<exact_name>" instead (not protected).
+/* Create the node "<dir>/<name>" (a caller-chosen name, unique by
+ * construction) with `mode`, making missing parents as containers; after a
+ * lost reply the node is kept only if our session made it.  Tracked.
  * Returns ZKR_OK, ZKR_ETIMEDOUT, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ENOAUTH,
- * ZKR_ENODEEXISTS (exact_name only), ZKR_EZOOKEEPER.  On failure nothing is
- * left behind (or its deletion is scheduled). */
-int zkr__node_create(zkr_client_t *c, const char *dir, const char *marker, const char *exact_name,
-                     int mode, const char *data, int datalen, int64_t deadline, zkr__node_t *out,
-                     zkr__strvec_t *children);
+ * ZKR_ENODEEXISTS, ZKR_EZOOKEEPER.  On failure nothing is left behind (or
+ * its deletion is scheduled). */
+int zkr__node_create_named(zkr_client_t *c, const char *dir, const char *name, int mode, int64_t deadline,
+                           zkr__node_t *out);
 
 /* Delete our node (version -1; ZNONODE is success) and stop tracking it.
  * If it cannot be done now, it is done in the background.  Returns ZKR_OK,
@@ -126,6 +100,15 @@ void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node);
 
 void zkr__node_clear(zkr__node_t *node);
 
+/* The same as zkr__node_delete, without waiting: done(c, rc, arg) runs
+ * exactly once with what zkr__node_delete would have returned (ZKR_OK,
+ * ZKR_ELOST, or the server's refusal), on ZooKeeper's completion thread
+ * or on the calling thread (if nothing could be sent), with no lock of
+ * ours held.  An answer that does not come is settled in the background,
+ * as a blocking release's not answered in time. */
+typedef void (*zkr__delete_done_fn)(zkr_client_t *c, int rc, void *arg);
+void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn done, void *arg);
+
 /* Deletes awaited together: between begin and end, zkr__node_delete on
  * this thread sends its delete and returns at once (ZKR_OK or ZKR_ELOST);
  * end waits for every answer (ZKR_RELEASE_WAIT_MS in all) and returns
@@ -136,19 +119,18 @@ void zkr__deletes_defer_begin(void);
 int zkr__deletes_defer_end(void);
 
 /* A node created ahead of its acquire, so that the multi-lock sends the
- * creates (and listings) of all its parts at once.  start sends them (NULL
- * if it cannot now: the acquire then creates its node the usual way);
- * finish waits and returns 1 if the node holds the lock by its listing, 0
+ * creates (and listings) of all its parts at once.  start_all sends them
+ * (a NULL prefetch where it cannot now: the acquire then creates its node
+ * the usual way); finish waits and returns 1 if the node holds the lock by its listing, 0
  * if it exists but does not (or was not listed), -1 if there is none.
  * offer(p) makes the calling thread's next zkr__queue_acquire on the same
  * client, directory and driver take p's node instead of creating one
  * (offer(NULL) withdraws it).  free deletes the node if nobody took it. */
 typedef struct zkr__prefetch zkr__prefetch_t;
-zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv);
 /* Prefetches for n targets at once (out[i] NULL where t[i].c is NULL or
  * nothing can be sent): the creates of targets on one client go out as
  * one multi (one transaction on the server), each listing right behind
- * it; finish and the rest work on each as on one from start. */
+ * it. */
 typedef struct zkr__prefetch_target {
     zkr_client_t *c; /* NULL: no prefetch for this one */
     const char *dir;
@@ -158,28 +140,11 @@ void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__pre
 int zkr__prefetch_finish(zkr__prefetch_t *p);
 void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);
-/* Take p's node and its listing (kids: {NULL, 0} if it was not listed)
- * without an acquire: 1 if taken (the caller owns both), 0 if p has no
- * node. */
-int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids);
 
 /* The node offered (zkr__prefetch_offer) for this very queue, if any: 1 if
  * taken (the caller owns *out and *kids), else 0. */
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
                                zkr__strvec_t *kids);
-
-/* Full acquire: create our node and wait until the driver says it is held,
- * or the deadline.  Returns ZKR_OK (out filled), ZKR_ETIMEDOUT, ZKR_ECLOSED,
- * ZKR_ESESSIONLOST (our node vanished with the session while waiting),
- * ZKR_ENOMEM, ZKR_ENOAUTH, ZKR_EZOOKEEPER.  On failure our node is gone or
- * its deletion scheduled. */
-int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
-                       const char *data, int datalen, int64_t deadline, zkr__node_t *out);
-
-/* Wait on an existing node (already created) until the driver says held.
- * Does not delete the node on failure (the caller decides). */
-int zkr__queue_wait(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *node,
-                    zkr__strvec_t *first_listing, int64_t deadline);
 
 /* The sorted children of dir as full paths.  Missing dir -> empty list.
  * Returns ZKR_OK, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */

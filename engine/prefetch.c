@@ -1,7 +1,7 @@
-/* Nodes created ahead of their acquire (the multi-lock, the semaphore's
- * one-round-trip lease): the creates and listings are sent now, possibly
- * as one multi per handle, and the thread's next queue acquire on the same
- * client, directory and driver takes the node instead of creating one. */
+/* Nodes created ahead of their acquire (the multi-lock's parts): the
+ * creates and listings are sent now, as one multi per handle, and the
+ * thread's next acquire on the same client, directory and driver takes the
+ * node instead of creating one. */
 #include "config.h"
 
 #include <stdio.h>
@@ -30,8 +30,9 @@ struct zkr__prefetch {
 static _Thread_local zkr__prefetch_t *offered;
 
 /* A prefetch with its name chosen and a reference to the handle it goes
- * out on; NULL if nothing can be sent now (the acquire then makes its own
- * node, the usual way). */
+ * out on, inside the client until it is finished (so that close waits for
+ * its answers and never frees the handle under it); NULL if nothing can be
+ * sent now (the acquire then makes its own node, the usual way). */
 static zkr__prefetch_t *prefetch_new(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
 {
     zkr__prefetch_t *p = calloc(1, sizeof *p);
@@ -40,25 +41,23 @@ static zkr__prefetch_t *prefetch_new(zkr_client_t *c, const char *dir, const zkr
     p->c = c;
     p->dir = dir;
     p->drv = drv;
+    if (zkr__client_enter(c) != ZKR_OK) {
+        free(p);
+        return NULL;
+    }
     if (zkr__client_get_handle(c, &p->h) != ZKR_OK) {
+        zkr__client_leave(c);
         free(p);
         return NULL;
     }
     if (!zkr__zh_usable(c, p->h) || zkr__uuid(p->uuid) != 0 ||
         !(p->path = zkr__protected_path(dir, p->uuid, drv->marker))) {
         zkr__client_put_handle(c, p->h);
+        zkr__client_leave(c);
         free(p);
         return NULL;
     }
     p->session = zkr__zh_session(c, p->h);
-    return p;
-}
-
-zkr__prefetch_t *zkr__prefetch_start(zkr_client_t *c, const char *dir, const zkr__driver_t *drv)
-{
-    zkr__prefetch_t *p = prefetch_new(c, dir, drv);
-    if (p)
-        zkr__create_send(c, p->h, &p->op, p->path, dir, "", 0, ZOO_EPHEMERAL_SEQUENTIAL, 1);
     return p;
 }
 
@@ -127,6 +126,7 @@ int zkr__prefetch_finish(zkr__prefetch_t *p)
         p->finished = 1;
         zkr__create_wait(p->h, &p->op);
         zkr__client_put_handle(p->c, p->h);
+        zkr__client_leave(p->c);
         p->h = NULL;
         if (p->op.create_rc == ZOK) {
             p->node.path = p->op.created;
@@ -178,7 +178,7 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
     free(p);
 }
 
-int zkr__prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids)
+static int prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids)
 {
     if (zkr__prefetch_finish(p) < 0)
         return 0;
@@ -198,6 +198,6 @@ int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driv
     if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
         return 0;
     offered = NULL;
-    return zkr__prefetch_take(p, out, kids);
+    return prefetch_take(p, out, kids);
 }
 

@@ -90,6 +90,31 @@ int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_leas
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
+/* ---- releasing without waiting ---- */
+
+/* The engine's delivery of a release: the program's completion, then the
+ * reference to the client that the hold or lease held. */
+int zkr_hold_release_async(zkr_hold_t *hd, zkr_release_fn fn, void *ctx)
+{
+    if (!hd || !fn)
+        return ZKR_EINVAL;
+    if (hd->lease) {
+        int rc = zkr_lease_return_async(hd->lease, fn, ctx);
+        if (rc != ZKR_ENOMEM)
+            free(hd);
+        return rc;
+    }
+    int rc = zkr__async_release(hd->c, &hd->node, fn, ctx);
+    if (rc == ZKR_ENOMEM)
+        return rc;
+    if (rc != ZKR_OK) {
+        zkr_hold_release(hd); /* closing: the node goes with the session */
+        return rc;
+    }
+    free(hd); /* its client reference goes with the completion */
+    return ZKR_OK;
+}
+
 /* ---- holds ---- */
 
 int zkr_hold_release(zkr_hold_t *hd)

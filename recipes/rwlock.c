@@ -155,8 +155,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
         char name[ZKR__UUID_LEN + 64];
         rc = downgrade_name(write_path, name, sizeof name);
         if (rc == ZKR_OK)
-            rc = zkr__node_create(l->c, l->path, READ_MARKER, name, ZOO_EPHEMERAL, "", 0, deadline, &h->node,
-                                  NULL);
+            rc = zkr__node_create_named(l->c, l->path, name, ZOO_EPHEMERAL, deadline, &h->node);
         /* Only the session that owns the write node may stand in its
          * place: if that session is gone, so is the write lock, and another
          * writer may hold it now. */
@@ -165,7 +164,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             rc = ZKR_ESESSIONLOST;
         }
     } else {
-        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver, "", 0, deadline, &h->node);
+        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver, deadline, &h->node);
     }
     if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
         zkr__node_delete(l->c, &h->node);

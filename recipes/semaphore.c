@@ -8,6 +8,7 @@
 
 #include "recipes/recipes.h"
 #include "engine/engine.h"
+#include "zkr/async.h"
 #include "zkr/mutex.h"
 #include "zkr/semaphore.h"
 
@@ -107,14 +108,13 @@ void zkr_semaphore_free(zkr_semaphore_t *s)
     }
 }
 
-/* Read the shared count, leaving a data watch for waiter w. */
-static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *max)
+/* Read the shared count. */
+static int read_count(zhandle_t *zh, const char *path, int *max)
 {
     char buf[8];
     int len = (int)sizeof buf;
     struct Stat st;
-    int zrc = zkr__zh_answer(zh, w ? zoo_wget(zh, path, zkr__waiter_watcher(), zkr__waiter_ctx(w), buf, &len, &st)
-                                   : zoo_get(zh, path, 0, buf, &len, &st));
+    int zrc = zkr__zh_answer(zh, zoo_get(zh, path, 0, buf, &len, &st));
     if (zrc != ZOK)
         return zkr__zk_error(zrc);
     int32_t v;
@@ -124,135 +124,28 @@ static int read_count(zhandle_t *zh, const char *path, zkr__waiter_t *w, int *ma
     return ZKR_OK;
 }
 
-typedef struct room_step {
-    zkr_semaphore_t *s;
-    const char *name; /* our lease's name */
-} room_step_t;
-
-/* As holder of locks/: read the max (watched, if shared) and list the
- * leases with a children watch (only the locks/ holder watches them, so
- * there is no herd); done when ours is among at most max leases. */
-static int room_step(void *arg, zkr_client_t *c, zkr__zh_t *h, zkr__waiter_t *w, int can_wait)
-{
-    (void)c;
-    room_step_t *r = arg;
-    zkr_semaphore_t *s = r->s;
-    int max = s->max_fixed;
-    int rc = ZKR_OK;
-    if (s->count_path)
-        rc = read_count(zkr__zh(h), s->count_path, w, &max);
-    struct String_vector sv = {0, NULL};
-    if (rc == ZKR_OK)
-        rc = zkr__zk_error(zkr__zh_answer(zkr__zh(h), zoo_wget_children(zkr__zh(h), s->leases_dir, zkr__waiter_watcher(),
-                                                                     zkr__waiter_ctx(w), &sv)));
-    if (rc == ZKR_OK) {
-        int found = 0;
-        for (int32_t i = 0; i < sv.count; i++)
-            if (sv.data[i] && strcmp(sv.data[i], r->name) == 0)
-                found = 1;
-        if (!found)
-            rc = ZKR_EDELETED; /* listed on its session: someone else deleted it */
-        else if (sv.count > max)
-            rc = can_wait ? ZKR__STEP_WAIT : ZKR_ETIMEDOUT;
-    } else if (rc == ZKR_ECONNLOSS || rc == ZKR_ESESSIONLOST) {
-        rc = ZKR__STEP_RECONNECT;
-    }
-    deallocate_String_vector(&sv);
-    return rc;
-}
-
-static int wait_for_room(zkr_semaphore_t *s, zkr__node_t *lease, int64_t deadline)
-{
-    room_step_t r = {s, zkr__path_basename(lease->path)};
-    return zkr__watch_loop(s->c, lease->session, lease->track, deadline, room_step, &r);
-}
-
+/* One lease: the engine's machine runs the semaphore protocol (the locks/
+ * mutex, then the lease, counted under a children watch; with a fixed
+ * count the lease goes out right behind the locks/ create when locks/ was
+ * free last time, so an uncontended acquire is one round trip). */
 static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
 {
     zkr_client_t *c = s->c;
-    zkr_lease_t *l = calloc(1, sizeof *l);
-    if (!l)
+    zkr__async_target_t t;
+    memset(&t, 0, sizeof t);
+    zkr__semaphore_async_target(s, &t);
+    zkr__node_t node;
+    int rc = zkr__acquire(&t, deadline, &node);
+    if (rc != ZKR_OK)
+        return rc;
+    if (zkr__node_track(c, &node, t.hold.fn, t.hold.ctx) != ZKR_OK) {
+        zkr__node_delete(c, &node);
         return ZKR_ENOMEM;
-    int rc = zkr__client_retain(c);
-    if (rc != ZKR_OK) {
-        free(l);
-        return rc;
     }
-    l->c = c;
-    /* With a fixed count, the locks/ node's create and listing go out
-     * together and, if the last acquire found locks/ free, so do our
-     * lease's create and the leases' listing, behind them: ZooKeeper
-     * answers a session's requests in order, so if that locks/ listing
-     * shows our node first, the lease was made while we held locks/,
-     * exactly as if we had waited (Curator's order), and there is room
-     * if the leases' listing counts at most max.  If locks/ is not ours
-     * yet, the lease made too soon is deleted at once: leases made
-     * without locks/ must not stand, or a locks/ holder waiting for room
-     * could wait for us while we wait for it. */
-    zkr__prefetch_t *lp = NULL, *sp = NULL;
-    if (!s->count_path) {
-        lp = zkr__prefetch_start(c, s->locks_dir, &zkr__lock_driver);
-        if (lp && atomic_load(&s->speculate))
-            sp = zkr__prefetch_start(c, s->leases_dir, &lease_driver);
-        if (lp) {
-            int free_at_once = zkr__prefetch_finish(lp) == 1;
-            atomic_store(&s->speculate, free_at_once);
-            if (!free_at_once) {
-                zkr__prefetch_free(sp); /* withdrawn before we wait */
-                sp = NULL;
-            }
-            zkr__prefetch_offer(lp);
-        }
-    }
-    zkr__node_t lock;
-    rc = zkr__queue_acquire(c, s->locks_dir, &zkr__lock_driver, "", 0, deadline, &lock);
-    zkr__prefetch_free(lp);
-    if (rc != ZKR_OK) {
-        zkr__prefetch_free(sp);
-        zkr__client_release(c);
-        free(l);
-        return rc;
-    }
-    /* With a fixed count, the leases are listed right behind our lease's
-     * create: if there is room, that one round trip decides. */
-    zkr__strvec_t kids = {NULL, 0};
-    int made = 0;
-    if (sp && zkr__prefetch_take(sp, &l->node, &kids)) {
-        /* Ordered behind the locks/ listing only on the same session
-         * (a rebuild between the two sends would break that). */
-        made = l->node.session == lock.session;
-        if (!made) {
-            zkr__node_delete_nowait(c, &l->node);
-            zkr__strvec_free(&kids);
-        }
-    }
-    rc = made ? ZKR_OK
-              : zkr__node_create(c, s->leases_dir, "lease-", NULL, ZOO_EPHEMERAL_SEQUENTIAL, "", 0, deadline,
-                                 &l->node, s->count_path ? NULL : &kids);
-    zkr__prefetch_free(sp);
-    if (rc == ZKR_OK) {
-        if (!(kids.v && kids.n <= (size_t)s->max_fixed &&
-              zkr__strvec_find(&kids, zkr__path_basename(l->node.path)) >= 0))
-            rc = wait_for_room(s, &l->node, deadline);
-        if (rc != ZKR_OK)
-            zkr__node_delete(c, &l->node); /* never leave an orphan lease */
-    }
-    zkr__strvec_free(&kids);
-    /* The lease exists (or we gave up): nobody needs to wait for the
-     * locks/ node's delete, which goes out now, before anything else we
-     * send on this session. */
-    zkr__node_delete_nowait(c, &lock);
-    if (rc == ZKR_OK) {
-        zkr__hold_listener_t hl = zkr__hold_listener_get(&s->mu, &s->hold);
-        if (zkr__node_track(c, &l->node, hl.fn, hl.ctx) != ZKR_OK) {
-            zkr__node_delete(c, &l->node);
-            rc = ZKR_ENOMEM;
-        }
-    }
-    if (rc != ZKR_OK) {
-        zkr__client_release(c);
-        free(l);
-        return rc;
+    zkr_lease_t *l = zkr__lease_wrap(c, &node);
+    if (!l) {
+        zkr__node_delete(c, &node);
+        return ZKR_ENOMEM;
     }
     *out = l;
     return ZKR_OK;
@@ -308,6 +201,21 @@ int zkr_lease_return(zkr_lease_t *l)
     zkr__client_release(l->c);
     free(l);
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
+}
+
+int zkr_lease_return_async(zkr_lease_t *l, zkr_release_fn fn, void *ctx)
+{
+    if (!l || !fn)
+        return ZKR_EINVAL;
+    int rc = zkr__async_release(l->c, &l->node, fn, ctx);
+    if (rc == ZKR_ENOMEM)
+        return rc;
+    if (rc != ZKR_OK) {
+        zkr_lease_return(l); /* closing: the node goes with the session */
+        return rc;
+    }
+    free(l); /* its client reference goes with the completion */
+    return ZKR_OK;
 }
 
 int zkr_lease_return_all(zkr_lease_t **leases, size_t n)
@@ -387,7 +295,7 @@ static int count_get_on(struct _zhandle *zh, int64_t session, void *arg)
     (void)session;
     count_op_t *op = arg;
     int max = 0;
-    int rc = read_count(zh, op->path, NULL, &max);
+    int rc = read_count(zh, op->path, &max);
     op->value = max;
     return rc;
 }
@@ -519,6 +427,7 @@ void zkr__semaphore_async_target(zkr_semaphore_t *s, zkr__async_target_t *t)
     t->leases_dir = s->leases_dir;
     t->count_path = s->count_path;
     t->max = s->max_fixed;
+    t->speculate = &s->speculate;
     t->hold = zkr__hold_listener_get(&s->mu, &s->hold);
     t->owner = s;
 }

@@ -20,7 +20,7 @@
 #   --server default  the JVM's default flags, tickTime 2000
 #   --quick           a smoke run: 1 round of 1 s, 100 waiters, 500 held locks
 # Scenarios: uncontended threads64 contended4 contended16 multilock5
-# semaphore semaphore16 read4 rw90 waiters async8 heap cpu (default: all).
+# semaphore semaphore16 read4 rw90 waiters async8 loop64 heap cpu (default: all).
 # Writes the markdown table to stdout and to FILE (default bench-results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -52,17 +52,23 @@ static void on_lease(int rc, zkr_lease_t *lease, void *ctx)
     r->lease = lease;
 }
 
-/* Poll the client's fd and dispatch until r has been called (or the bound). */
-static int pump_until(zkr_client_t *c, const rec_t *r, int ms)
+/* Poll the client's fd and dispatch until *calls is set (or the bound). */
+static int pump_calls(zkr_client_t *c, const int *calls, int ms)
 {
     int fd = zkr_client_fd(c);
     int64_t end = zkt_now_ms() + ms;
-    while (r->calls == 0 && zkt_now_ms() < end) {
+    while (*calls == 0 && zkt_now_ms() < end) {
         struct pollfd p = {fd, POLLIN, 0};
         if (poll(&p, 1, 50) > 0)
             zkr_client_dispatch(c);
     }
-    return r->calls > 0;
+    return *calls > 0;
+}
+
+/* ... until r has been called. */
+static int pump_until(zkr_client_t *c, const rec_t *r, int ms)
+{
+    return pump_calls(c, &r->calls, ms);
 }
 
 /* Dispatch for ms whatever comes (to see that nothing more does). */
@@ -190,6 +196,23 @@ static int wait_nodes(zhandle_t *zh, int kind, const char *path, int n)
     return 0;
 }
 
+/* The child of dir made last (the largest sequence), as a full path. */
+static int newest_child(zhandle_t *zh, const char *dir, char *out, size_t len)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    const char *best = NULL;
+    for (int32_t i = 0; i < sv.count; i++) {
+        size_t n = strlen(sv.data[i]);
+        if (n >= 10 && (!best || strcmp(sv.data[i] + n - 10, best + strlen(best) - 10) > 0))
+            best = sv.data[i];
+    }
+    int ok = best && (size_t)snprintf(out, len, "%s/%s", dir, best) < len;
+    deallocate_String_vector(&sv);
+    return ok;
+}
+
 static void one_kind(int kind)
 {
     char path[128];
@@ -255,6 +278,25 @@ static void one_kind(int kind)
     CU_ASSERT_EQUAL(k.rc, ZKR_ECANCELED);
     CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENONODE);
     CU_ASSERT(wait_nodes(zh, kind, path, bnodes));
+
+    /* its node deleted by another session while it waits: ZKR_EDELETED at
+     * once, while the blocker still holds (as a blocking waiter is told) */
+    rec_t d = {0};
+    CU_ASSERT_EQUAL(start(&o, -1, &d, &id), ZKR_OK);
+    CU_ASSERT(wait_nodes(zh, kind, path, bnodes + pend));
+    char dir[256], victim[512];
+    if (kind == K_SMUTEX || kind == K_LEASE)
+        snprintf(dir, sizeof dir, "%s/leases", path);
+    else
+        snprintf(dir, sizeof dir, "%s", path);
+    CU_ASSERT_FATAL(newest_child(zh, dir, victim, sizeof victim));
+    pump_for(c, 100); /* settled in its wait */
+    CU_ASSERT_EQUAL(d.calls, 0);
+    CU_ASSERT_EQUAL(zoo_delete(zh, victim, -1), ZOK);
+    CU_ASSERT(pump_until(c, &d, 5000));
+    CU_ASSERT_EQUAL(d.rc, ZKR_EDELETED);
+    CU_ASSERT(d.hold == NULL && d.lease == NULL);
+    CU_ASSERT(wait_nodes(zh, kind, path, bnodes));
     blocker_drop(&b, bl);
     CU_ASSERT(wait_nodes(zh, kind, path, 0));
 
@@ -270,7 +312,7 @@ static void one_kind(int kind)
     CU_ASSERT(g.hold == NULL && g.lease == NULL);
     CU_ASSERT(wait_nodes(zh, kind, path, 0));
     pump_for(c, 100);
-    CU_ASSERT_EQUAL(r.calls + t.calls + z.calls + k.calls + g.calls, 5); /* each exactly once */
+    CU_ASSERT_EQUAL(r.calls + t.calls + z.calls + k.calls + d.calls + g.calls, 6); /* each exactly once */
 
     obj_free(&o);
     zkt_raw_close(zh);
@@ -675,11 +717,127 @@ static void test_mixed_processes(void)
 
 /* ---- registration ------------------------------------------------------------------------- */
 
+/* ---- releasing without waiting ------------------------------------------------------ */
+
+typedef struct rel {
+    int calls;
+    int rc;
+} rel_t;
+
+static void on_release(int rc, void *ctx)
+{
+    rel_t *r = ctx;
+    r->calls++;
+    r->rc = rc;
+}
+
+static int pump_release(zkr_client_t *c, const rel_t *r, int ms)
+{
+    return pump_calls(c, &r->calls, ms);
+}
+
+/* zkr_hold_release_async / zkr_lease_return_async: the delete goes out at
+ * once, the answer comes as a completion on the dispatching thread, never
+ * inside the call; the next contender gets the lock; a hold lost with its
+ * session says ZKR_ELOST; a closing client releases at once. */
+static void test_release_async(void)
+{
+    char path[128], spath[160];
+    zkt_path("relasync", path, sizeof path);
+    snprintf(spath, sizeof spath, "%s-sem", path);
+    zkr_client_t *c = zkt_client(4000), *other = zkt_client(SESSION_MS);
+    zhandle_t *zh = zkt_raw();
+    zkr_mutex_t *m, *om;
+    zkr_semaphore_t *s;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&om, other, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, spath, 1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_hold_release_async(NULL, on_release, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_return_async(NULL, on_release, NULL), ZKR_EINVAL);
+
+    /* a hold: released without waiting, the waiter behind it gets it */
+    rec_t r = {0};
+    CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), WAIT_MS, on_hold, &r, NULL), ZKR_OK);
+    CU_ASSERT(pump_until(c, &r, WAIT_MS));
+    CU_ASSERT_EQUAL_FATAL(r.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_hold_release_async(r.hold, NULL, NULL), ZKR_EINVAL); /* still ours */
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 1);
+    rel_t rel = {0};
+    CU_ASSERT_EQUAL(zkr_hold_release_async(r.hold, on_release, &rel), ZKR_OK);
+    CU_ASSERT_EQUAL(rel.calls, 0); /* never inside the call */
+    CU_ASSERT(pump_release(c, &rel, WAIT_MS));
+    CU_ASSERT_EQUAL(rel.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0); /* answered: gone */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(om, 0), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(om), ZKR_OK);
+
+    /* a lease, from the blocking acquire, returned without waiting */
+    zkr_lease_t *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(s, WAIT_MS, &l), ZKR_OK);
+    rel_t lr = {0};
+    CU_ASSERT_EQUAL(zkr_lease_return_async(l, on_release, &lr), ZKR_OK);
+    CU_ASSERT(pump_release(c, &lr, WAIT_MS));
+    CU_ASSERT_EQUAL(lr.rc, ZKR_OK);
+    char leases[200];
+    snprintf(leases, sizeof leases, "%s/leases", spath);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, leases), 0);
+
+    /* a hold lost with its session: ZKR_ELOST, as the blocking release */
+    rec_t e = {0};
+    CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), WAIT_MS, on_hold, &e, NULL), ZKR_OK);
+    CU_ASSERT(pump_until(c, &e, WAIT_MS));
+    CU_ASSERT_EQUAL_FATAL(e.rc, ZKR_OK);
+    zkt_expire_client(c, 4000);
+    int64_t end = zkt_now_ms() + WAIT_MS;
+    while (zkr_hold_state(e.hold) != ZKR_HOLD_LOST && zkt_now_ms() < end)
+        zkt_sleep_ms(20);
+    CU_ASSERT_EQUAL(zkr_hold_state(e.hold), ZKR_HOLD_LOST);
+    rel_t el = {0};
+    CU_ASSERT_EQUAL(zkr_hold_release_async(e.hold, on_release, &el), ZKR_OK);
+    CU_ASSERT(pump_release(c, &el, WAIT_MS));
+    CU_ASSERT_EQUAL(el.rc, ZKR_ELOST);
+
+    /* on the client thread (ZKR_DISPATCH_THREAD) too */
+    CU_ASSERT_EQUAL(zkr_client_wait_connected(c, WAIT_MS), ZKR_OK);
+    rec_t t = {0};
+    CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), WAIT_MS, on_hold, &t, NULL), ZKR_OK);
+    CU_ASSERT(pump_until(c, &t, WAIT_MS));
+    CU_ASSERT_EQUAL_FATAL(t.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD), ZKR_OK);
+    rel_t tr = {0};
+    CU_ASSERT_EQUAL(zkr_hold_release_async(t.hold, on_release, &tr), ZKR_OK);
+    end = zkt_now_ms() + WAIT_MS;
+    while (__atomic_load_n(&tr.calls, __ATOMIC_SEQ_CST) == 0 && zkt_now_ms() < end)
+        zkt_sleep_ms(10);
+    CU_ASSERT_EQUAL(__atomic_load_n(&tr.calls, __ATOMIC_SEQ_CST), 1);
+    CU_ASSERT_EQUAL(tr.rc, ZKR_OK);
+    CU_ASSERT(zkt_wait_children(zh, path, 0, WAIT_MS));
+    CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_LOOP), ZKR_OK);
+
+    /* a release whose completion waits at close: delivered by close */
+    rec_t w = {0};
+    CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), WAIT_MS, on_hold, &w, NULL), ZKR_OK);
+    CU_ASSERT(pump_until(c, &w, WAIT_MS));
+    CU_ASSERT_EQUAL_FATAL(w.rc, ZKR_OK);
+    rel_t wr = {0};
+    CU_ASSERT_EQUAL(zkr_hold_release_async(w.hold, on_release, &wr), ZKR_OK);
+    CU_ASSERT(zkt_wait_children(zh, path, 0, WAIT_MS));
+    zkr_mutex_free(m);
+    zkr_semaphore_free(s);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    CU_ASSERT_EQUAL(wr.calls, 1);
+    CU_ASSERT_EQUAL(wr.rc, ZKR_OK);
+
+    zkr_mutex_free(om);
+    zkt_raw_close(zh);
+    zkr_client_close(other);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("async", NULL, NULL);
     CU_add_test(s, "bad arguments; dispatch with nothing pending", test_bad_arguments);
-    CU_add_test(s, "mutex: granted, timed out, cancelled before and after the grant", test_mutex);
+    CU_add_test(s, "mutex: granted, timed out, cancelled before and after the grant, deleted by another session", test_mutex);
     CU_add_test(s, "read: granted, timed out, cancelled before and after the grant", test_read);
     CU_add_test(s, "write: granted, timed out, cancelled before and after the grant", test_write);
     CU_add_test(s, "semaphore mutex: granted, timed out, cancelled before and after the grant", test_smutex);
@@ -689,6 +847,8 @@ static void add_suites(void)
     CU_add_test(s, "session LOST while pending: ESESSIONLOST; new acquires work after", test_session_lost);
     CU_add_test(s, "close while pending: ECLOSED once each, before close returns; free cancels", test_close_pending);
     CU_add_test(s, "blocking and async holders across processes never overlap", test_mixed_processes);
+    CU_add_test(s, "releases without waiting: a completion, never inside the call; ELOST; at close",
+                test_release_async);
 }
 
 int main(void)

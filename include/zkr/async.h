@@ -23,9 +23,11 @@
  * Holds granted asynchronously (zkr_hold_t, zkr_lease_t) belong to no
  * thread: they are not reentrant, do not show in the lock object's
  * per-thread queries (zkr_mutex_is_held, zkr_lock_fencing_token, ...) and
- * may be released once, from any thread (the release makes one
- * round trip, bounded by ZKR_RELEASE_WAIT_MS, as the blocking release
- * does).  An asynchronous acquire queues like any other contender (FIFO
+ * may be released once, from any thread: zkr_hold_release and
+ * zkr_lease_return wait for the delete's answer (one round trip, bounded by
+ * ZKR_RELEASE_WAIT_MS), zkr_hold_release_async and zkr_lease_return_async
+ * return at once and deliver the same answer as a completion, like an
+ * acquire's (an event loop never waits on the network).  An asynchronous acquire queues like any other contender (FIFO
  * with every process's acquires), also behind a hold of the same object
  * taken by a blocking call: it never re-enters or downgrades.  The lock
  * object's hold listener (as set when the acquire starts) is told the
@@ -132,6 +134,31 @@ ZKR_EXTERN int zkr_client_dispatch(zkr_client_t *c);
  * refusal of the server (ZKR_ENOAUTH, ...: the node stays with its
  * session).  NULL: ZKR_EINVAL. */
 ZKR_EXTERN int zkr_hold_release(zkr_hold_t *hold);
+
+/* Completion of an asynchronous release: rc is what the blocking release
+ * would have returned (ZKR_OK: the node is gone, or its delete could not be
+ * answered in time and is finished in the background; ZKR_ELOST: the hold
+ * had been lost with its session; a refusal of the server, ZKR_ENOAUTH...:
+ * the node stays until its session ends, and is logged). */
+typedef void (*zkr_release_fn)(int rc, void *ctx);
+
+/* Release a hold granted asynchronously without waiting, and free it (once,
+ * from any thread; the hold must not be used after the call).  Its delete
+ * goes out now (combined with the client's other deletes in flight), and
+ * fn(rc, ctx) runs exactly once where completions run (see
+ * zkr_client_set_dispatch), never inside this call.  Returns:
+ *   ZKR_OK      fn will run
+ *   ZKR_EINVAL  hold or fn NULL (nothing is done)
+ *   ZKR_ECLOSED the client is closing: the hold is released at once (its
+ *               node goes with the session) and freed; fn is never called
+ *   ZKR_ENOMEM  nothing is done: the hold is still yours */
+ZKR_EXTERN int zkr_hold_release_async(zkr_hold_t *hold, zkr_release_fn fn, void *ctx);
+
+/* The same for a lease, from zkr_semaphore_acquire_async or the blocking
+ * acquire alike (the lease must not be used after the call).  Returns
+ * ZKR_OK, ZKR_EINVAL (lease or fn NULL), ZKR_ECLOSED (returned at once and
+ * freed; fn is never called), ZKR_ENOMEM (still yours). */
+ZKR_EXTERN int zkr_lease_return_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx);
 
 /* The hold's fencing token (its node's creation zxid).  ZKR_OK, ZKR_EINVAL. */
 ZKR_EXTERN int zkr_hold_fencing_token(const zkr_hold_t *hold, int64_t *token);

@@ -36,11 +36,13 @@ PLAN = [
     ("waiters", "N waiters on one mutex (10 sessions): drain", ["curator", "kazoo"]),
     ("async8", "hand-off on one mutex, 8 acquirers on ONE client: asynchronous, one poll loop, "
      "against blocking, a thread each", ["zkrblock"]),
+    ("loop64", "64 acquirers on ONE client, each its own mutex: asynchronous, one poll loop "
+     "(releases without waiting), against 64 blocking threads", ["zkrblock"]),
 ]
 PEER_NAMES = {
     "zkr": "zkrecipes", "floor": "C floor create+delete", "floor2": "C floor create+list+delete",
     "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
-    "redis": "Redis SET NX PX + Lua delete", "zkrblock": "zkrecipes blocking (8 threads)",
+    "redis": "Redis SET NX PX + Lua delete", "zkrblock": "zkrecipes blocking (a thread each)",
 }
 C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock"}
 
@@ -149,11 +151,13 @@ class LinePeer:
 def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
     argv = [ARGS.driver, "-i", "floor" if impl == "floor64" else impl, "-c", scen, "-z", ARGS.hosts,
             "-t", str(seconds)]
-    if scen.startswith("async"):
+    if scen.startswith("async") or scen.startswith("loop"):
         # the asynchronous API against the blocking one (tests/bench/bench_async.c)
+        spread = scen.startswith("loop")
         argv = [os.path.join(os.path.dirname(ARGS.driver), "bench_async"), ARGS.hosts, "--waiters",
-                scen[len("async"):], "--seconds", str(seconds), "--path", "/zkr-bench/%s" % scen,
-                "--mode", "async" if impl == "zkr" else "blocking"]
+                scen[len("loop" if spread else "async"):], "--seconds", str(seconds), "--path",
+                "/zkr-bench/%s" % scen, "--mode", "async" if impl == "zkr" else "blocking"] + \
+            (["--spread"] if spread else [])
     if impl == "floor64":
         argv += ["-S", "64"]
     if impl == "redis":

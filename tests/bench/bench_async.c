@@ -1,9 +1,11 @@
-/* bench_async: hand-off throughput on one contended mutex, asynchronous
- * acquirers in one poll loop against the blocking equivalent (one thread
- * per acquirer), on one client each way.
+/* bench_async: asynchronous acquirers in one poll loop against the
+ * blocking equivalent (one thread per acquirer), on one client each way:
+ * hand-offs on one contended mutex, or (--spread) each acquirer cycling on
+ * a mutex of its own.  The loop releases with zkr_hold_release_async, so it
+ * never waits on the network.
  *
  *   bench_async [HOSTS] [--waiters N] [--seconds S] [--path /zkr-bench/async]
- *               [--mode async|blocking|both]
+ *               [--mode async|blocking|both] [--spread]
  *
  * Prints one line per mode: "async N=.. handoffs/s=..", "blocking N=..
  * handoffs/s=..", and with --mode async or blocking one line in the
@@ -21,7 +23,7 @@
 #include <zkr/zkr.h>
 
 int bench_async_handoff(const char *hosts, const char *path, int waiters, double seconds, int async,
-                        double *per_second);
+                        int spread, double *per_second);
 
 static double now_s(void)
 {
@@ -61,12 +63,23 @@ static double lat_pct(double q)
 }
 
 typedef struct slot {
-    zkr_mutex_t *m;
+    zkr_mutex_t *m;    /* its own mutex (--spread), or NULL: the shared one */
     zkr_hold_t *hold;  /* granted, to release in the loop */
-    int pending;
+    int pending;       /* an acquire or a release in flight */
     int failed;
+    long released;
     double started;
 } slot_t;
+
+static void released(int rc, void *ctx)
+{
+    slot_t *s = ctx;
+    s->pending = 0;
+    if (rc == ZKR_OK)
+        s->released++;
+    else
+        s->failed = 1;
+}
 
 static void granted(int rc, zkr_hold_t *hold, void *ctx)
 {
@@ -103,10 +116,11 @@ static void *blocking_main(void *arg)
     return NULL;
 }
 
-/* Hand-offs per second of `waiters` acquirers cycling acquire/release on
- * one mutex for `seconds`.  Returns 0, or -1 on a failure. */
+/* Lock cycles per second of `waiters` acquirers cycling acquire/release
+ * for `seconds` on one mutex (hand-offs), or each on its own (`spread`).
+ * Returns 0, or -1 on a failure. */
 int bench_async_handoff(const char *hosts, const char *path, int waiters, double seconds, int async,
-                        double *per_second)
+                        int spread, double *per_second)
 {
     zkr_client_t *c;
     if (waiters < 1 || zkr_client_open(&c, hosts, NULL) != ZKR_OK)
@@ -122,24 +136,32 @@ int bench_async_handoff(const char *hosts, const char *path, int waiters, double
             zkr_client_close(c);
             return -1;
         }
+        for (int i = 0; spread && i < waiters; i++) {
+            char own[512];
+            snprintf(own, sizeof own, "%s/%d", path, i);
+            if (zkr_mutex_new(&s[i].m, c, own) != ZKR_OK)
+                s[i].failed = 1;
+        }
         int fd = zkr_client_fd(c);
         int running = 1;
         while (running) {
             running = now_s() - t0 < seconds;
             int busy = 0;
             for (int i = 0; i < waiters; i++) {
-                if (s[i].hold) {
-                    zkr_hold_release(s[i].hold);
+                if (s[i].hold && !s[i].pending) {
+                    zkr_hold_t *h = s[i].hold;
                     s[i].hold = NULL;
-                    count++;
-                }
-                if (running && !s[i].pending && !s[i].failed) {
+                    s[i].pending = 1;
+                    if (zkr_hold_release_async(h, released, &s[i]) != ZKR_OK)
+                        s[i].pending = 0, s[i].failed = 1;
+                } else if (running && !s[i].pending && !s[i].failed) {
                     s[i].pending = 1;
                     s[i].started = now_s();
-                    if (zkr_lock_acquire_async(zkr_mutex_ref(m), 10000, granted, &s[i], NULL) != ZKR_OK)
+                    if (zkr_lock_acquire_async(zkr_mutex_ref(s[i].m ? s[i].m : m), 10000, granted, &s[i], NULL) !=
+                        ZKR_OK)
                         s[i].pending = 0, s[i].failed = 1;
                 }
-                busy |= s[i].pending;
+                busy |= s[i].pending || s[i].hold;
                 failed |= s[i].failed;
             }
             if (!running && !busy)
@@ -150,6 +172,10 @@ int bench_async_handoff(const char *hosts, const char *path, int waiters, double
             running = running || busy;
         }
         t1 = now_s();
+        for (int i = 0; i < waiters; i++) {
+            count += s[i].released;
+            zkr_mutex_free(s[i].m);
+        }
         zkr_mutex_free(m);
         free(s);
     } else {
@@ -159,7 +185,10 @@ int bench_async_handoff(const char *hosts, const char *path, int waiters, double
         int started = 0;
         for (int i = 0; w && th && i < waiters; i++) {
             w[i].stop = &stop;
-            if (zkr_mutex_new(&w[i].m, c, path) != ZKR_OK || pthread_create(&th[i], NULL, blocking_main, &w[i]) != 0)
+            char own[512];
+            snprintf(own, sizeof own, "%s/%d", path, i);
+            if (zkr_mutex_new(&w[i].m, c, spread ? own : path) != ZKR_OK ||
+                pthread_create(&th[i], NULL, blocking_main, &w[i]) != 0)
                 break;
             started++;
         }
@@ -190,6 +219,7 @@ int main(int argc, char **argv)
     int n = 8;
     double secs = 5;
     const char *mode = "both";
+    int spread = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--waiters") && i + 1 < argc)
             n = atoi(argv[++i]);
@@ -199,10 +229,12 @@ int main(int argc, char **argv)
             path = argv[++i];
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
             mode = argv[++i];
+        else if (!strcmp(argv[i], "--spread"))
+            spread = 1;
         else if (argv[i][0] != '-')
             hosts = argv[i];
         else {
-            fprintf(stderr, "usage: %s [HOSTS] [--waiters N] [--seconds S] [--path P] [--mode async|blocking|both]\n", argv[0]);
+            fprintf(stderr, "usage: %s [HOSTS] [--waiters N] [--seconds S] [--path P] [--mode async|blocking|both] [--spread]\n", argv[0]);
             return 2;
         }
     }
@@ -213,13 +245,14 @@ int main(int argc, char **argv)
             continue;
         double r = 0;
         lat_n = 0;
-        int rc = bench_async_handoff(hosts, path, n, secs, async, &r);
-        printf("%s N=%d handoffs/s=%.1f%s\n", async ? "async" : "blocking", n, r, rc ? " (failures)" : "");
+        int rc = bench_async_handoff(hosts, path, n, secs, async, spread, &r);
+        printf("%s N=%d %s/s=%.1f%s\n", async ? "async" : "blocking", n, spread ? "cycles" : "handoffs", r,
+               rc ? " (failures)" : "");
         if (strcmp(mode, "both") != 0)
-            printf("RESULT impl=%s scenario=async%d threads=%d sessions=1 ops=%.0f secs=%.3f rate=%.1f "
+            printf("RESULT impl=%s scenario=%s%d threads=%d sessions=1 ops=%.0f secs=%.3f rate=%.1f "
                    "p50_ms=%.3f p99_ms=%.3f lat=cycle errors=%d\n",
-                   async ? "zkr" : "zkrblock", n, async ? 1 : n, r * secs, secs, r, lat_pct(0.5), lat_pct(0.99),
-                   rc != 0);
+                   async ? "zkr" : "zkrblock", spread ? "loop" : "async", n, async ? 1 : n, r * secs, secs, r,
+                   lat_pct(0.5), lat_pct(0.99), rc != 0);
         bad |= rc != 0;
     }
     free(lat);
