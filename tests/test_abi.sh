@@ -131,7 +131,7 @@ if ! readelf -S "$lib" | grep -q '\.debug_info'; then
     check "the ABI against abi/libzkrecipes.abi (symbols only: no debug information)" $st
     finish
 fi
-abidw "${hdirs[@]}" --no-corpus-path --no-show-locs --drop-undefined-syms \
+abidw "${hdirs[@]}" --no-corpus-path --no-comp-dir-path --no-show-locs --drop-undefined-syms \
     "$lib" --out-file "$work/current.abi" || { check "abidw reads the library" 1; finish; }
 
 classify() { # classify REPORT RC -> none | added | incompatible | error
