@@ -49,11 +49,10 @@ static void op_closing(zkr__req_t *r)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* A create's answer, into the news of the stage's create or (spec) of the
- * lease sent ahead.  c->mu held. */
-static void record_created(zkr__aop_t *op, int spec, int rc, const char *value, const struct Stat *st)
+/* A create's answer (copy: its path, copied), into the news of the stage's
+ * create or (spec) of the lease sent ahead.  c->mu held. */
+static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const struct Stat *st)
 {
-    char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
     rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
     zkr__news_t *nw = &op->nw;
     int64_t czxid = st ? st->czxid : 0, owner = st ? st->ephemeralOwner : 0;
@@ -79,10 +78,11 @@ static void created(int rc, const char *value, const struct Stat *st, const void
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr_client_t *c = op->c;
+    char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
     pthread_mutex_lock(&c->mu);
     zkr__answer_locked(c, op->h, rc);
     answered_locked(op);
-    record_created(op, spec, rc, value, st);
+    record_created(op, spec, rc, copy, st);
     zkr__aop_ready_locked(c, op);
     pthread_mutex_unlock(&c->mu);
 }

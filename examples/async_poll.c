@@ -51,6 +51,17 @@ static void granted(int rc, zkr_hold_t *hold, void *ctx)
     r->work_until = now_ms() + 5;
 }
 
+static void released(int rc, void *ctx)
+{
+    request_t *r = ctx;
+    if (rc == ZKR_OK) {
+        served++;
+    } else {
+        fprintf(stderr, "request %d: release: %s\n", r->id, zkr_strerror(rc));
+        failed++;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *hosts = getenv("ZKR_HOSTS") ? getenv("ZKR_HOSTS") : "127.0.0.1:2181";
@@ -109,10 +120,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < n; i++) {
             if (req[i].hold && now_ms() >= req[i].work_until) {
                 holders[req[i].lock]--;
-                zkr_hold_release(req[i].hold);
+                /* never waits: served once the delete is answered */
+                if (zkr_hold_release_async(req[i].hold, released, &req[i]) != ZKR_OK)
+                    failed++;
                 req[i].hold = NULL;
                 req[i].done = 1;
-                served++;
             }
         }
     }
