@@ -13,12 +13,15 @@
 # passes or fails on speed.
 #
 #   bash scripts/bench.sh [--rounds N] [--seconds S] [--server harness|default]
-#                         [--scenarios a,b,...] [--quick] [--out FILE]
+#                         [--scenarios a,b,...] [--quick] [--out FILE] [--base DIR]
 #
 #   --server harness  (default) the test harness's server: C1-only JVM,
 #                     serial GC, tickTime 500
 #   --server default  the JVM's default flags, tickTime 2000
 #   --quick           a smoke run: 1 round of 1 s, 100 waiters, 500 held locks
+#   --base DIR        also run zkrecipes as built in the tree DIR (another
+#                     commit, built there with scripts/build.sh) as a peer in
+#                     every scenario: before and after in one run
 # Scenarios: uncontended threads64 contended4 contended16 multilock5
 # semaphore semaphore16 read4 rw90 waiters async8 loop64 heap cpu (default: all).
 # Writes the markdown table to stdout and to FILE (default bench-results.md).
@@ -26,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
 
-rounds=3 seconds=5 server=harness scenarios=all out=bench-results.md
+rounds=3 seconds=5 server=harness scenarios=all out=bench-results.md base=
 waiters=1000 heap=10000 cpu_cycles=200
 while [ $# -gt 0 ]; do
     case $1 in
@@ -35,8 +38,9 @@ while [ $# -gt 0 ]; do
     --server) server=$2; shift 2 ;;
     --scenarios) scenarios=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --base) base=$(cd "$2" && pwd); shift 2 ;;
     --quick) rounds=1 seconds=1 waiters=100 heap=500 cpu_cycles=50; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -50,6 +54,12 @@ esac
 ZKR_DEPS_EXTRA="${ZKR_DEPS_EXTRA:-} redis-server libhiredis-dev python3-kazoo default-jdk-headless libcurator-recipes-java valgrind" \
     bash scripts/deps.sh
 bash scripts/build.sh >/dev/null
+base_args=()
+if [ -n "$base" ]; then
+    [ -x "$base/tests/bench/zkr_bench" ] || { echo "bench.sh: no $base/tests/bench/zkr_bench (build it there first)" >&2; exit 2; }
+    base_args=(--base-driver "$base/tests/bench/zkr_bench" \
+               --base-label "$(git -C "$base" log -1 --format=%h 2>/dev/null || basename "$base")")
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-bench.XXXXXX")
 redis_pid=
@@ -93,4 +103,4 @@ echo "bench.sh: ZooKeeper $hosts (${label%%:*}), Redis ${redis:-none}, $rounds r
     --driver "$top/tests/bench/zkr_bench" --builddir "$top" --workdir "$work" \
     --rounds "$rounds" --seconds "$seconds" --scenarios "$scenarios" \
     --waiters "$waiters" --heap "$heap" --cpu-cycles "$cpu_cycles" \
-    --server-label "$label" --server-pid "$(cat "$work/zk/pid")" --out "$out"
+    --server-label "$label" --server-pid "$(cat "$work/zk/pid")" --out "$out" "${base_args[@]}"

@@ -44,7 +44,7 @@ PEER_NAMES = {
     "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
     "redis": "Redis SET NX PX + Lua delete", "zkrblock": "zkrecipes blocking (a thread each)",
 }
-C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock"}
+C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock", "zkrbase"}
 
 
 def log(msg):
@@ -149,12 +149,16 @@ class LinePeer:
 
 
 def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
-    argv = [ARGS.driver, "-i", "floor" if impl == "floor64" else impl, "-c", scen, "-z", ARGS.hosts,
+    # "zkrbase": zkrecipes as built in another tree (--base), run the same way
+    driver = ARGS.base_driver if impl == "zkrbase" else ARGS.driver
+    if impl == "zkrbase":
+        impl = "zkr"
+    argv = [driver, "-i", "floor" if impl == "floor64" else impl, "-c", scen, "-z", ARGS.hosts,
             "-t", str(seconds)]
     if scen.startswith("async") or scen.startswith("loop"):
         # the asynchronous API against the blocking one (tests/bench/bench_async.c)
         spread = scen.startswith("loop")
-        argv = [os.path.join(os.path.dirname(ARGS.driver), "bench_async"), ARGS.hosts, "--waiters",
+        argv = [os.path.join(os.path.dirname(driver), "bench_async"), ARGS.hosts, "--waiters",
                 scen[len("loop" if spread else "async"):], "--seconds", str(seconds), "--path",
                 "/zkr-bench/%s" % scen, "--mode", "async" if impl == "zkr" else "blocking"] + \
             (["--spread"] if spread else [])
@@ -320,11 +324,17 @@ def main():
     ap.add_argument("--out", default="bench-results.md")
     ap.add_argument("--no-curator", action="store_true")
     ap.add_argument("--no-kazoo", action="store_true")
+    ap.add_argument("--base-driver", default="",
+                    help="zkr_bench of another build (bench.sh --base DIR): a peer in every scenario")
+    ap.add_argument("--base-label", default="base")
     ARGS = ap.parse_args()
     if not (1 <= ARGS.rounds <= 20 and 0 < ARGS.seconds <= 60):
         ap.error("rounds 1..20, seconds 0..60")
     wanted = None if ARGS.scenarios == "all" else set(ARGS.scenarios.split(","))
     plan = [p for p in PLAN if wanted is None or p[0] in wanted]
+    if ARGS.base_driver:
+        PEER_NAMES["zkrbase"] = "zkrecipes %s" % ARGS.base_label
+        plan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in plan]
     extra = [s for s in ("heap", "cpu") if wanted is None or s in wanted]
     t_start = time.time()
 
