@@ -3,7 +3,7 @@
  * asynchronous, runs this one machine; they differ only in who steps it
  * (the caller's thread, waiting on op->cond, or the client thread) and how
  * it ends (the caller takes the result, or a completion is dispatched).  Every field shared with
- * another thread is guarded by c->mu (see core/core_private.h for the
+ * another thread is guarded by c->mu (see session/core_private.h for the
  * lock order).
  *
  *  - ZooKeeper's completion thread runs our completions and watchers
@@ -32,7 +32,7 @@
 
 #include <stdatomic.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 #include "engine/async.h"
 
 #define ZKR__AOP_PARENT_RETRIES 5

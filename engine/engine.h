@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "session/core.h"
 
 /* Decide whether the node at index `ours` of the sorted children holds the
  * lock.  Returns 1 (held), 0 (not held: *watch is the index of the one node

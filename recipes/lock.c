@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "recipes/recipes.h"
-#include "core/core.h"
+#include "session/core.h"
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 #include "zkr/async.h"
 #include "engine/engine.h"
 #include "tests/harness/zkproxy.h"

@@ -2,7 +2,7 @@
 # The library's layers stay as docs/architecture.md draws them.  Run by
 # `make check` (no ZooKeeper server needed), on the objects just built:
 #   1. a lower folder never refers to a symbol defined in a higher one
-#      (util < core < engine < recipes), read from the objects with nm;
+#      (util < session < engine < recipes), read from the objects with nm;
 #   2. no two library files call each other, directly or around a loop
 #      (the file-to-file call graph, from the same symbols, has no cycle);
 #   3. a lower folder never includes a higher folder's header;
@@ -15,7 +15,7 @@
 set -u
 srcdir=${ZKR_SRCDIR:?run through make check}
 builddir=${ZKR_BUILDDIR:?}
-layers="util core engine recipes"
+layers="util session engine recipes"
 max_lines=600
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-layers.XXXXXX")
@@ -44,7 +44,7 @@ for layer in $layers; do
     done
 done
 nobj=$(wc -l <"$work/objects")
-nsrc=$(ls "$srcdir"/{util,core,engine,recipes}/*.c 2>/dev/null | wc -l)
+nsrc=$(for layer in $layers; do ls "$srcdir/$layer"/*.c; done 2>/dev/null | wc -l)
 [ "$nobj" -gt 0 ] && [ "$nobj" = "$nsrc" ]
 check "every library source has an object ($nobj objects, $nsrc sources)" $?
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 #include "engine/engine.h"
 
 /* ---- the state machine -------------------------------------------------------- */

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 #define SLOTS 64
 

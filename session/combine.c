@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 /* A batch of one kind's requests, sent as one multi (a lone one as
  * itself).  Registered on its handle while in flight. */

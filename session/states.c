@@ -3,7 +3,7 @@
  * calls, unit-tested without a server (tests/test_units.c). */
 #include "config.h"
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 const char *zkr_state_name(zkr_state_t s)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 #define ZKR__RESOLUTION_DELAY_MS 5000
 

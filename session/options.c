@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 #define HOSTS_MAX 4096
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 
 /* ---- users, objects ----------------------------------------------------------- */

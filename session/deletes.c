@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 #define DELETE_RETRY_MIN_MS 100
 #define DELETE_RETRY_MAX_MS 5000

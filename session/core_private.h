@@ -3,7 +3,7 @@
  * it; tests/test_layers.sh checks it): errors.c, log.c, options.c,
  * states.c, calls.c, session.c, subs.c, tracks.c, listeners.c,
  * deletes.c, combine.c, client.c.  The recipes never include it: they use
- * core/core.h.  The engine's asynchronous acquires (engine/aop.h) use the
+ * session/core.h.  The engine's asynchronous acquires (engine/aop.h) use the
  * client mutex and their own fields below.
  *
  * Locks, in the only order they may be taken:
@@ -22,7 +22,7 @@
 #ifndef ZKR_CORE_PRIVATE_H
 #define ZKR_CORE_PRIVATE_H
 
-#include "core/core.h"
+#include "session/core.h"
 
 #define ZKR__RAW_MAX 64
 #define ZKR__REPORT_MAX 64

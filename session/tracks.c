@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 struct zkr__track {
     uint64_t id;

@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 struct zkr__listener {
     zkr_state_fn fn;

@@ -4,7 +4,7 @@
  * inside it).  c->mu held throughout (see core_private.h). */
 #include "config.h"
 
-#include "core/core_private.h"
+#include "session/core_private.h"
 
 void zkr__callback_begin_locked(zkr_client_t *c, void *obj)
 {

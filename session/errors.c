@@ -3,7 +3,7 @@
 #include "config.h"
 
 
-#include "core/core.h"
+#include "session/core.h"
 #include "zkr/errors.h"
 
 const char *zkr_version(void)
