@@ -83,10 +83,9 @@ static int have_node(zkr_client_t *c, zkr__aop_t *op, char *path, int64_t czxid,
     n->czxid = czxid;
     n->session = session;
     memcpy(n->uuid, op->uuid, sizeof n->uuid);
-    int r = zkr__track_add(c, n->path, n->session, &n->track);
+    int r = zkr__track_add(c, n->path, n->session, op->id, &n->track);
     if (r != ZKR_OK)
         return r;
-    zkr__track_set_waiter(c, n->track, op->id);
     op->phase = op->in_lease ? ZKR__PH_LEASE : ZKR__PH_QUEUE;
     op->need_look = 1; /* until a listing decides */
     return 0;
@@ -197,7 +196,8 @@ static void grant(zkr_client_t *c, zkr__aop_t *op)
      * next request on this session is ordered after it. */
     if (op->sem)
         zkr__node_delete_nowait(c, &op->node);
-    zkr__track_set_waiter(c, n->track, 0);
+    /* (its track may still name this acquire as its waiter: a wake of an
+     * acquire that has ended is ignored) */
     if (op->track_on_grant)
         zkr__node_track(c, n, op->hfn, op->hctx);
     pthread_mutex_lock(&c->mu);

@@ -245,7 +245,7 @@ int zkr__node_create_named(zkr_client_t *c, const char *dir, const char *name, i
     if (rc != ZKR_OK)
         return rc;
     /* Tracked from now on: anyone else deleting it is seen. */
-    rc = zkr__track_add(c, out->path, out->session, &out->track);
+    rc = zkr__track_add(c, out->path, out->session, 0, &out->track);
     if (rc != ZKR_OK)
         zkr__node_delete(c, out);
     return rc;

@@ -139,7 +139,7 @@ int zkr__prefetch_finish(zkr__prefetch_t *p)
                 p->op.children.v = NULL;
                 p->op.children.n = 0;
             }
-            if (zkr__track_add(p->c, p->node.path, p->node.session, &p->node.track) != ZKR_OK)
+            if (zkr__track_add(p->c, p->node.path, p->node.session, 0, &p->node.track) != ZKR_OK)
                 zkr__node_delete_nowait(p->c, &p->node);
         } else if (p->op.create_rc != ZNONODE && zkr__zk_class(p->op.create_rc) != ZKR__ZC_FINAL) {
             /* The create may have happened: whatever it left is deleted. */

@@ -206,14 +206,15 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 
 typedef struct zkr__track zkr__track_t;
 
-/* Track the node at `path` that `session` just created.  A node that lives
+/* Track the node at `path` that `session` just created; `waiter` (or 0) is
+ * woken if someone else deletes it (see zkr__track_set_waiter).  A node that lives
  * ZKR__SELF_WATCH_DELAY_MS gets one data watch of its own session (set by
  * the client thread), which tells if anyone else deletes it; a node deleted
  * sooner than that by someone else is seen when the watch is set (the
  * server answers "no node").  A lock taken and released within the delay,
  * the common case, costs no request for it.  Returns ZKR_OK, ZKR_ENOMEM. */
 #define ZKR__SELF_WATCH_DELAY_MS 20
-int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__track_t **out);
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t waiter, zkr__track_t **out);
 /* The node grants a hold: it starts SAFE if the client is connected on its
  * session now, IN_DOUBT if disconnected, LOST if the session or the node is
  * gone; the listener is told at once if it does not start SAFE (an acquire

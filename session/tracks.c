@@ -132,7 +132,7 @@ static void self_watch_closing(zkr__req_t *r)
     self_watch_done(ZCLOSING, NULL, 0, NULL, r);
 }
 
-int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__track_t **out)
+int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t waiter, zkr__track_t **out)
 {
     zkr__track_t *t = calloc(1, sizeof *t);
     if (!t || !(t->path = strdup(path))) {
@@ -140,6 +140,7 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, zkr__trac
         return ZKR_ENOMEM;
     }
     t->session = session;
+    t->waiter = waiter;
     t->told = ZKR_HOLD_SAFE;
     t->created = zkr__now_ms();
     pthread_mutex_lock(&c->mu);
