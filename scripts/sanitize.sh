@@ -49,5 +49,5 @@ done
 grep -E '^(PASS|FAIL|ERROR):' make-check.out || tail -40 make-check.out
 mkdir -p "$top/tests/$kind-logs"
 cp tests/test_*.log "$top/tests/$kind-logs/" 2>/dev/null
-awk '/^ +tests +[0-9]/ {p += $4; f += $5} END {printf "%s suites: %d passed, %d failed\n", "'"$kind"'", p, f + 0}' tests/test_*.log
+bash scripts/summary.sh "$kind"   # failed suites and crashed programs counted too
 exit $status
