@@ -117,10 +117,10 @@ static void test_stall_short_holder_safe_again(void)
     int64_t t1;
     CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &t1), ZKR_OK);
 
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 8000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_IN_DOUBT);
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px); /* drop the stalled connection so the client reconnects at once */
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 10000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
@@ -154,7 +154,7 @@ static void test_stall_long_holder_lost(void)
     int64_t ta = 0, tb = 0;
     zkr_mutex_fencing_token(ma, &ta);
 
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 20000), ZKR_OK);
     int64_t b_entered = zkt_now_ms();
     long long doubt = atomic_load(&told.first_doubt_ms);
@@ -165,7 +165,7 @@ static void test_stall_long_holder_lost(void)
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_LOST);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_ELOST);
     CU_ASSERT_FALSE(zkr_mutex_is_held(ma));
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
     CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
@@ -288,7 +288,7 @@ static void test_waiter_session_lost(void)
     pthread_t t;
     pthread_create(&t, NULL, acq_thread, &w);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
     if (!atomic_load(&w.done)) {
         int64_t sid = 0;
@@ -308,7 +308,7 @@ static void test_waiter_session_lost(void)
     }
     CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 1, 10000)); /* only the holder */
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
     CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
@@ -316,7 +316,7 @@ static void test_waiter_session_lost(void)
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     if (!joined) {
-        zkt_proxy_stall(px, 0);
+        CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
         acq_finish(&w, t);
     }
     zkt_raw_close(raw);
@@ -340,7 +340,7 @@ static void test_release_while_suspended(void)
     zkr_mutex_t *m;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     zkt_proxy_cut(px);
     for (int i = 0; i < 400 && zkr_client_is_connected(a); i++)
         zkt_sleep_ms(25);
@@ -348,7 +348,7 @@ static void test_release_while_suspended(void)
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* still there */
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 15000));
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
@@ -876,14 +876,14 @@ static void wait_holding(int w)
 static int64_t standalone_faults(zkt_proxy_t **px)
 {
     wait_holding(0);
-    zkt_proxy_stall(px[0], 1); /* stall shorter than the session timeout */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 1), 0); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
-    zkt_proxy_stall(px[0], 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 0), 0);
     zkt_sleep_ms(1000);
     wait_holding(1);
-    zkt_proxy_stall(px[1], 1); /* stall longer than the session timeout */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 1), 0); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
-    zkt_proxy_stall(px[1], 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0);
     zkt_proxy_cut(px[1]);
     zkt_sleep_ms(1000);
     wait_holding(2);

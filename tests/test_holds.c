@@ -374,7 +374,7 @@ static void test_release_during_stall(void)
     zkr_mutex_t *m;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     int64_t t0 = zkt_now_ms();
     int rc = zkr_mutex_release(m);
     long long took = zkt_now_ms() - t0;
@@ -384,7 +384,7 @@ static void test_release_during_stall(void)
     CU_ASSERT_TRUE(took <= ZKR_RELEASE_WAIT_MS + 500);
     CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     /* The delete is finished once the link is back. */
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
     CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 20000));
     zkr_mutex_free(m);
