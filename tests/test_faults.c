@@ -68,14 +68,16 @@ typedef struct acq_arg {
     int64_t token;
     atomic_int release_now;
     int release_rc;
+    int token_rc; /* zkr_mutex_fencing_token's, read once done */
 } acq_arg_t;
 
 static void *acq_thread(void *p)
 {
     acq_arg_t *a = p;
     a->rc = zkr_mutex_acquire(a->m, a->timeout);
+    a->token_rc = -99;
     if (a->rc == ZKR_OK)
-        zkr_mutex_fencing_token(a->m, &a->token);
+        a->token_rc = zkr_mutex_fencing_token(a->m, &a->token);
     atomic_store(&a->done, 1);
     if (a->rc != ZKR_OK)
         return NULL;
@@ -152,14 +154,15 @@ static void test_stall_long_holder_lost(void)
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
     int64_t ta = 0, tb = 0;
-    zkr_mutex_fencing_token(ma, &ta);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ma, &ta), ZKR_OK);
+    CU_ASSERT_TRUE(ta > 0);
 
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 20000), ZKR_OK);
     int64_t b_entered = zkt_now_ms();
     long long doubt = atomic_load(&told.first_doubt_ms);
     CU_ASSERT_TRUE(doubt > 0 && doubt <= b_entered);
-    zkr_mutex_fencing_token(mb, &tb);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(mb, &tb), ZKR_OK);
     CU_ASSERT_TRUE(tb > ta);
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_LOST, 15000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_LOST);
@@ -194,9 +197,9 @@ static void test_server_restart_waiter_keeps_place(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     char **before = NULL;
     size_t nb = 0;
@@ -240,9 +243,9 @@ static void test_cut_waiter_keeps_place(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     int64_t b_session = 0;
     zkr_client_session(b, &b_session, NULL);
@@ -284,9 +287,9 @@ static void test_waiter_session_lost(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
@@ -516,11 +519,15 @@ static void test_ensemble_leader_kill(void)
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 10000), ZKR_OK);
     int64_t ta = 0, tb = 0;
-    zkr_mutex_fencing_token(ma, &ta);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ma, &ta), ZKR_OK);
+    CU_ASSERT_TRUE(ta > 0);
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
-    zkt_sleep_ms(500);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
+    /* b is queued behind a before the leader goes */
+    zhandle_t *raw = zkt_raw_at(ens_hosts);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/lock", 2, 15000));
+    zkt_raw_close(raw);
 
     int k = kill_leader();
     CU_ASSERT_TRUE(k > 0);
@@ -531,6 +538,7 @@ static void test_ensemble_leader_kill(void)
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(w.token_rc, ZKR_OK);
     tb = w.token;
     CU_ASSERT_TRUE(tb > ta);
     if (k > 0)
@@ -686,12 +694,11 @@ static zkr_hold_state_t w_state(wlock_t *l)
     return l->sem ? zkr_lease_hold_state(l->lease) : zkr_lock_hold_state(l->ref);
 }
 
-static void w_token(wlock_t *l, int64_t *token)
+static int w_token(wlock_t *l, int64_t *token)
 {
     if (l->sem)
-        zkr_lease_fencing_token(l->lease, token);
-    else
-        zkr_lock_fencing_token(l->ref, token);
+        return zkr_lease_fencing_token(l->lease, token);
+    return zkr_lock_fencing_token(l->ref, token);
 }
 
 static void worker(int id, int kind, const char *hosts, const char *path, int session_ms)
@@ -749,7 +756,10 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
             r->worker = id;
             r->reader = reader;
             r->call_ms = call_ms;
-            w_token(&l, &r->token);
+            if (w_token(&l, &r->token) != ZKR_OK) {
+                fprintf(stderr, "worker %d: no fencing token\n", id);
+                atomic_fetch_add(&sh->errors, 1);
+            }
             atomic_store(&r->doubt_ms, 0);
             atomic_store(&current_hold, r);
             r->enter_ms = zkt_now_ms();
@@ -864,11 +874,43 @@ static void check_records(int n, int kind, int64_t last_fault_ms)
     free(r);
 }
 
-/* Wait (bounded) until worker w holds the lock. */
+/* Wait (bounded: 15 s) until worker w holds the lock, so that the next
+ * fault hits a holder; fails the test if it never does. */
 static void wait_holding(int w)
 {
-    for (int i = 0; i < 2000 && !atomic_load(&sh->holding[w]); i++)
+    int64_t end = zkt_now_ms() + 15000;
+    for (int i = 0; i < 100000 && !atomic_load(&sh->holding[w]) && zkt_now_ms() < end; i++)
         zkt_sleep_ms(1);
+    if (!atomic_load(&sh->holding[w]))
+        fprintf(stderr, "worker %d did not hold within 15 s\n", w);
+    CU_ASSERT_TRUE(atomic_load(&sh->holding[w]));
+}
+
+/* Every worker has entered (recorded a hold) after `since` (ms). */
+static int64_t entered_since;
+static int all_entered_since(void *arg)
+{
+    (void)arg;
+    int n = atomic_load(&sh->nrec);
+    if (n > MAX_RECORDS)
+        n = MAX_RECORDS;
+    int in[WORKERS] = {0};
+    for (int i = 0; i < n; i++)
+        if (sh->rec[i].enter_ms > entered_since && sh->rec[i].worker >= 0 && sh->rec[i].worker < WORKERS)
+            in[sh->rec[i].worker] = 1;
+    for (int w = 0; w < WORKERS; w++)
+        if (!in[w])
+            return 0;
+    return 1;
+}
+
+static int all_ready(void *arg)
+{
+    (void)arg;
+    for (int w = 0; w < WORKERS; w++)
+        if (!atomic_load(&sh->ready[w]))
+            return 0;
+    return 1;
 }
 
 /* Faults on the standalone server, each applied to a worker while it holds
@@ -940,13 +982,21 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         if (pids[w] == 0)
             worker(w, kind, on_ensemble ? ens_hosts : zkt_proxy_hosts(px[w]), p, session_ms);
     }
-    for (int w = 0; w < WORKERS; w++)
-        for (int i = 0; i < 400 && !atomic_load(&sh->ready[w]); i++)
-            zkt_sleep_ms(25);
-    zkt_sleep_ms(1500);
+    /* Every worker is connected and running, and has held the lock once,
+     * before the first fault. */
+    int ready = zkt_wait_for(all_ready, NULL, 20000);
+    CU_ASSERT_TRUE(ready);
+    entered_since = 0;
+    int warm = ready && zkt_wait_for(all_entered_since, NULL, 20000);
+    CU_ASSERT_TRUE(warm);
 
-    int64_t last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
-    zkt_sleep_ms(on_ensemble ? 8000 : 6000); /* everyone must get in again after the last fault */
+    int64_t last_fault = zkt_now_ms();
+    if (warm)
+        last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
+    /* Everyone must get in again after the last fault (bounded: a session
+     * timeout for the expired one to be seen, a new session, its turn). */
+    entered_since = last_fault;
+    CU_ASSERT_TRUE(zkt_wait_for(all_entered_since, NULL, on_ensemble ? 40000 : 30000));
 
     /* What the queue looks like now (printed only if a worker is stuck). */
     int stuck = 0;
