@@ -455,8 +455,8 @@ static void test_stall_after_reconnect(void)
     /* A short stall: every hold goes IN_DOUBT; a cut brings RECONNECTED. */
     CU_ASSERT_EQUAL(zkt_proxy_stall(rec.px, 1), 0);
     CU_ASSERT_FATAL(zkt_wait_for(client_suspended, c, 10000));
-    CU_ASSERT_EQUAL(zkt_proxy_stall(rec.px, 0), 0);
     zkt_proxy_cut(rec.px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(rec.px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_FATAL(zkt_wait_for(ll_set, &rec.stalled_at, 10000));
     CU_ASSERT_EQUAL(atomic_load(&rec.stall_rc), 0);
     /* The listener stalled the link again: the client must notice as the C
@@ -474,8 +474,8 @@ static void test_stall_after_reconnect(void)
         CU_ASSERT_EQUAL(zkr_mutex_release(m[i]), ZKR_ELOST);
         zkr_mutex_free(m[i]);
     }
-    CU_ASSERT_EQUAL(zkt_proxy_stall(rec.px, 0), 0);
     zkt_proxy_cut(rec.px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(rec.px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(zkt_wait_for(client_usable, c, 20000));
     zkr_client_close(c);
     zkt_proxy_stop(rec.px);
@@ -646,8 +646,8 @@ static void test_deletes_give_up(void)
     zkr_client_session(c, &sid, NULL);
     zkr__client_delete_later(c, plain, sid);
     zkt_sleep_ms(1500);
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(zkt_wait_for(deletes_done, c, 20000));
     CU_ASSERT_EQUAL(zkr__client_abandoned_deletes(c), 0);
     CU_ASSERT_EQUAL(zoo_exists(zh, plain, 0, NULL), ZNONODE);
@@ -682,8 +682,8 @@ static void test_listenerless_hold(void)
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(zkt_wait_for(hold_in, &(state_want_t){m, ZKR_HOLD_IN_DOUBT}, 10000));
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(zkt_wait_for(client_usable, c, 10000));
     CU_ASSERT_TRUE(zkt_wait_for(hold_in, &(state_want_t){m, ZKR_HOLD_SAFE}, 10000));
     CU_ASSERT_TRUE(zkr_mutex_is_held(m));
@@ -778,8 +778,8 @@ static void test_grant_while_down(void)
         CU_ASSERT_EQUAL(rc, ZKR_OK);
         /* The hold began in doubt: its listener's first word says so; then
          * the link comes back on the same session and it is SAFE. */
-        CU_ASSERT_EQUAL(zkt_proxy_stall(grant_px, 0), 0);
         zkt_proxy_cut(grant_px);
+        CU_ASSERT_EQUAL(zkt_proxy_stall(grant_px, 0), 0); /* cut while stalled: only new connections move */
         CU_ASSERT_TRUE(zkt_wait_for(heard_two, &h, 15000));
         printf("\n    %s: first told %s, then %s ", kinds[k], zkr_hold_state_name(h.n > 0 ? h.s[0] : 0),
                zkr_hold_state_name(h.n > 1 ? h.s[1] : 0));
@@ -827,7 +827,9 @@ static void *comb_main(void *p)
     comb_t *k = a->k;
     k->rc[a->i] = zkr_mutex_acquire(k->m[a->i], 5000);
     atomic_fetch_add(&k->ready, 1);
-    for (int t = 0; t < 3000 && !atomic_load(&k->go); t++)
+    /* Bounded by time, not by a count of 1 ms naps: on a loaded machine
+     * those take longer, and a release before the stall is not the test. */
+    for (int64_t end = zkt_now_ms() + 60000; !atomic_load(&k->go) && zkt_now_ms() < end;)
         zkt_sleep_ms(1);
     if (k->rc[a->i] == ZKR_OK)
         k->rc[a->i] = zkr_mutex_release(k->m[a->i]);
@@ -881,12 +883,23 @@ static int combiner_queued(zkr_client_t *c, int creates)
 typedef struct queued_want {
     zkr_client_t *c;
     int creates, n;
+    int last; /* the count seen last */
 } queued_want_t;
 
 static int queued_are(void *p)
 {
     queued_want_t *w = p;
-    return combiner_queued(w->c, w->creates) == w->n;
+    w->last = combiner_queued(w->c, w->creates);
+    return w->last == w->n;
+}
+
+/* Wait (bounded) until the queue holds w->n; say what it held if not. */
+static int wait_queued(queued_want_t *w)
+{
+    int ok = zkt_wait_for(queued_are, w, 20000);
+    if (!ok)
+        printf("\n    %s queued: %d, not %d (-1: none in flight) ", w->creates ? "creates" : "deletes", w->last, w->n);
+    return ok;
 }
 
 static int client_closing(void *p)
@@ -943,8 +956,8 @@ static void comb_round(int mode)
     atomic_store(&k->go, 1);
     /* Every release has sent its delete or queued it: one in flight (held
      * at the proxy), the others waiting for it. */
-    queued_want_t qw = {k->c, 0, COMB_N - 1};
-    CU_ASSERT_TRUE(zkt_wait_for(queued_are, &qw, 20000));
+    queued_want_t qw = {k->c, 0, COMB_N - 1, -2};
+    CU_ASSERT_TRUE(wait_queued(&qw));
     CU_ASSERT_TRUE(zkt_proxy_held(px) > 0);
     for (int i = 0; i < COMB_N; i++) {
         int n = zkt_count_children(raw, k->paths[i]);
@@ -1039,7 +1052,7 @@ static void *ccomb_main(void *p)
         zkr_mutex_fencing_token(k->m[a->i], &k->tok[a->i]);
     atomic_store(&k->order[a->i], atomic_fetch_add(&k->done, 1));
     if (k->shared && (a->i == SH0 || a->i == SH1)) {
-        for (int t = 0; t < 20000 && !atomic_load(&k->let_go); t += 5)
+        for (int64_t end = zkt_now_ms() + 60000; !atomic_load(&k->let_go) && zkt_now_ms() < end;)
             zkt_sleep_ms(5);
         if (k->rc[a->i] == ZKR_OK)
             zkr_mutex_release(k->m[a->i]);
@@ -1085,8 +1098,8 @@ static void ccomb_round(int mode)
     }
     /* Every acquire has sent its create or queued it: one in flight (held
      * at the proxy), the others waiting for it. */
-    queued_want_t qw = {c, 1, COMB_N - 1};
-    CU_ASSERT_TRUE(zkt_wait_for(queued_are, &qw, 20000));
+    queued_want_t qw = {c, 1, COMB_N - 1, -2};
+    CU_ASSERT_TRUE(wait_queued(&qw));
     CU_ASSERT_TRUE(zkt_proxy_held(px) > 0);
     CU_ASSERT_EQUAL(atomic_load(&k->done), 0);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);

@@ -122,8 +122,8 @@ static void test_stall_short_holder_safe_again(void)
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 8000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_IN_DOUBT);
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px); /* drop the stalled connection so the client reconnects at once */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 10000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
     CU_ASSERT_FALSE(told_has(&(told_want_t){&told, ZKR_HOLD_LOST}));
@@ -168,8 +168,8 @@ static void test_stall_long_holder_lost(void)
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_LOST);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_ELOST);
     CU_ASSERT_FALSE(zkr_mutex_is_held(ma));
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     /* The local state is consistent: a later acquire works. */
@@ -311,8 +311,8 @@ static void test_waiter_session_lost(void)
     }
     CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 1, 10000)); /* only the holder */
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
@@ -925,8 +925,8 @@ static int64_t standalone_faults(zkt_proxy_t **px)
     wait_holding(1);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 1), 0); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0);
     zkt_proxy_cut(px[1]);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0); /* cut while stalled: only new connections move */
     zkt_sleep_ms(1000);
     wait_holding(2);
     zkt_proxy_cut(px[2]); /* cut + reconnect */
