@@ -806,6 +806,28 @@ static int cmp_enter(const void *a, const void *b)
  * entry; with several leases, a hold asked for after another had ended has
  * a larger token, and no two holds share one.  Every worker got in again
  * after the last fault. */
+/* When each fault began and ended (printed with an unexcused overlap). */
+typedef struct fault_mark {
+    const char *what;
+    int worker;
+    int64_t begin, end;
+} fault_mark_t;
+static fault_mark_t fmarks[16];
+static int nfmarks;
+
+static int fault_begin(const char *what, int worker)
+{
+    if (nfmarks >= (int)(sizeof fmarks / sizeof fmarks[0]))
+        return (int)(sizeof fmarks / sizeof fmarks[0]) - 1;
+    fmarks[nfmarks] = (fault_mark_t){what, worker, zkt_now_ms(), 0};
+    return nfmarks++;
+}
+
+static void fault_end(int i)
+{
+    fmarks[i].end = zkt_now_ms();
+}
+
 static void check_records(int n, int kind, int64_t last_fault_ms)
 {
     int capacity = kind == KIND_SEMAPHORE ? SEM_LEASES : 1;
@@ -835,6 +857,21 @@ static void check_records(int n, int kind, int64_t last_fault_ms)
             bad_overlap++;
             fprintf(stderr, "worker %d entered at %lld (token %lld) with %d holds inside not told of a fault\n",
                     r[j].worker, (long long)r[j].enter_ms, (long long)r[j].token, inside);
+            /* Who was inside, and the faults, in ms from that entry. */
+            for (int i = 0; i < j; i++) {
+                if (r[i].exit_ms == 0 || r[i].exit_ms <= r[j].enter_ms || (r[i].reader && r[j].reader))
+                    continue;
+                long long d = r[i].doubt_ms;
+                fprintf(stderr, "  inside: worker %d (%s, token %lld) asked %+lld, entered %+lld, left %+lld, "
+                        "told %s%+lld\n",
+                        r[i].worker, r[i].reader ? "reader" : "writer", (long long)r[i].token,
+                        (long long)(r[i].call_ms - r[j].enter_ms), (long long)(r[i].enter_ms - r[j].enter_ms),
+                        (long long)(r[i].exit_ms - r[j].enter_ms), d > 0 ? "" : "never ",
+                        d > 0 ? (long long)(d - r[j].enter_ms) : 0LL);
+            }
+            for (int f = 0; f < nfmarks; f++)
+                fprintf(stderr, "  fault %s (worker %d): %+lld .. %+lld\n", fmarks[f].what, fmarks[f].worker,
+                        (long long)(fmarks[f].begin - r[j].enter_ms), (long long)(fmarks[f].end - r[j].enter_ms));
         }
         if (capacity == 1 && !r[j].reader) {
             if (r[j].token <= last_token) {
@@ -917,24 +954,35 @@ static int all_ready(void *arg)
  * (the others wait or are about to); returns when the last one happened. */
 static int64_t standalone_faults(zkt_proxy_t **px)
 {
+    nfmarks = 0;
     wait_holding(0);
+    int f = fault_begin("short stall", 0);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 1), 0); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 0), 0);
+    fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(1);
+    f = fault_begin("long stall", 1);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 1), 0); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
     zkt_proxy_cut(px[1]);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0); /* cut while stalled: only new connections move */
+    fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(2);
+    f = fault_begin("cut", 2);
     zkt_proxy_cut(px[2]); /* cut + reconnect */
+    fault_end(f);
     zkt_sleep_ms(1000);
+    f = fault_begin("server restart", -1);
     CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
+    fault_end(f);
     zkt_sleep_ms(1500);
     wait_holding(3);
+    f = fault_begin("forced expiry", 3);
     CU_ASSERT_EQUAL(zkt_expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
+    fault_end(f);
     return zkt_now_ms();
 }
 
@@ -942,17 +990,22 @@ static int64_t standalone_faults(zkt_proxy_t **px)
  * worker holds) and brought back, then a session is expired by force. */
 static int64_t ensemble_faults(void)
 {
+    nfmarks = 0;
     for (int round = 0; round < 2; round++) {
         wait_holding(round);
+        int f = fault_begin("leader killed", round);
         int k = kill_leader();
         CU_ASSERT_TRUE(k > 0);
         zkt_sleep_ms(3000);
         if (k > 0)
             CU_ASSERT_EQUAL(restart_node(k), 0);
+        fault_end(f);
         zkt_sleep_ms(2000);
     }
     wait_holding(2);
+    int f = fault_begin("forced expiry", 2);
     CU_ASSERT_EQUAL(zkt_expire_session_at(ens_hosts, sh->session[2], sh->passwd[2]), 0);
+    fault_end(f);
     return zkt_now_ms();
 }
 
