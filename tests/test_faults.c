@@ -744,7 +744,8 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
         rc = w_acquire(&l, 2000);
         if (rc != ZKR_OK) {
             if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS) {
-                fprintf(stderr, "worker %d: acquire: %s\n", id, zkr_strerror(rc));
+                fprintf(stderr, "worker %d: acquire: %s (ZooKeeper %d) at %lld\n", id, zkr_strerror(rc),
+                        zkr_last_zk_error(NULL), (long long)zkt_now_ms());
                 atomic_fetch_add(&sh->errors, 1);
             }
             zkt_sleep_ms(20);
@@ -780,7 +781,8 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
         }
         rc = w_release(&l);
         if (rc != ZKR_OK && rc != ZKR_ELOST) {
-            fprintf(stderr, "worker %d: release: %s\n", id, zkr_strerror(rc));
+            fprintf(stderr, "worker %d: release: %s (ZooKeeper %d) at %lld\n", id, zkr_strerror(rc),
+                        zkr_last_zk_error(NULL), (long long)zkt_now_ms());
             atomic_fetch_add(&sh->errors, 1);
         }
         zkt_sleep_ms(id); /* let others in */
@@ -1105,6 +1107,9 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         n = MAX_RECORDS;
     printf("\n    %s: %d holds recorded, %d unexpected errors\n", name, n, atomic_load(&sh->errors));
     CU_ASSERT_TRUE(n > 20);
+    for (int f = 0; atomic_load(&sh->errors) > 0 && f < nfmarks; f++)
+        fprintf(stderr, "  fault %s (worker %d): %lld .. %lld\n", fmarks[f].what, fmarks[f].worker,
+                (long long)fmarks[f].begin, (long long)fmarks[f].end);
     CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
     check_records(n, kind, last_fault);
 
