@@ -917,8 +917,11 @@ static int64_t probe_zxid(zhandle_t *zh, const char *dir)
     char path[160], made[200];
     struct Stat st;
     snprintf(path, sizeof path, "%s-probe-", dir);
-    if (zoo_create2(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made, &st) != ZOK)
+    int rc = zoo_create2(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, made, sizeof made, &st);
+    if (rc != ZOK) {
+        printf("\n    probe create: %s (raw handle state %d) ", zerror(rc), zoo_state(zh));
         return -1;
+    }
     return st.czxid;
 }
 
