@@ -31,6 +31,8 @@ make -j2 >/dev/null || { echo "build failed" >&2; exit 1; }
 
 export ZKR_SANITIZER=$kind
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=98"
+# the ZooKeeper C client's own records of requests outstanding at close
+export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=97"
 # libzookeeper_mt is not instrumented: its own threads' accesses are
 # invisible to TSan; a report names only what our code raced on.
@@ -49,5 +51,5 @@ done
 grep -E '^(PASS|FAIL|ERROR):' make-check.out || tail -40 make-check.out
 mkdir -p "$top/tests/$kind-logs"
 cp tests/test_*.log "$top/tests/$kind-logs/" 2>/dev/null
-awk '/^ +tests +[0-9]/ {p += $4; f += $5} END {printf "%s suites: %d passed, %d failed\n", "'"$kind"'", p, f + 0}' tests/test_*.log
+bash scripts/summary.sh "$kind"   # failed suites and crashed programs counted too
 exit $status

@@ -17,6 +17,8 @@ ZKR_DEPS_EXTRA="$extra" bash scripts/deps.sh || exit 1
 bash scripts/build.sh || exit 1
 
 status=0
+# no result of an earlier run may stand in for this one's (scripts/summary.sh)
+rm -f tests/test_*.log tests/test_*.trs
 make -j2 check ZKR_VALGRIND="${ZKR_VALGRIND:-0}" >make-check.out 2>&1 || status=1
 # Show what every test program printed, CUnit summaries included.
 for log in tests/test_*.log; do

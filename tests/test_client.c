@@ -1,10 +1,12 @@
 /* zkr_client against a real server: connection states, session loss and
- * rebuild, listeners, close, bad arguments. */
+ * rebuild, listeners, close, bad arguments.  Linked with the library's
+ * convenience copy, so that a test can see the threads inside the client. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "session/core_private.h"
 #include "tests/harness/zkr_test.h"
 
 #define SESSION_MS 2000
@@ -318,6 +320,17 @@ static void *wait_connected_thread(void *p)
     return NULL;
 }
 
+/* A thread is inside a blocking call on c (zkr__client_enter): close
+ * waits for it to leave before it frees c. */
+static int thread_inside(void *p)
+{
+    zkr_client_t *c = p;
+    pthread_mutex_lock(&c->mu);
+    int users = c->users;
+    pthread_mutex_unlock(&c->mu);
+    return users > 0;
+}
+
 static void test_close_while_waiting(void)
 {
     zkr_client_options_t o;
@@ -330,11 +343,16 @@ static void test_close_while_waiting(void)
     waiter_arg_t a = {c, 12345, 0};
     pthread_t t;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, wait_connected_thread, &a), 0);
-    for (int i = 0; i < 200 && !__atomic_load_n(&a.started, __ATOMIC_SEQ_CST); i++)
-        zkt_sleep_ms(5);
-    zkt_sleep_ms(100);
-    zkr_client_close(c); /* disconnected, with a thread blocked inside */
+    /* Close only once the thread is inside: a thread that calls in after
+     * close has freed the client reads freed memory. */
+    int inside = zkt_wait_for(thread_inside, c, 10000);
+    CU_ASSERT_TRUE(inside);
+    zkr_mutex_t *keep = NULL;
+    if (!inside) /* a lock object keeps the client's memory for a late thread */
+        CU_ASSERT_EQUAL(zkr_mutex_new(&keep, c, "/zkr-test/keep"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK); /* disconnected, with a thread blocked inside */
     pthread_join(t, NULL);
+    zkr_mutex_free(keep);
     CU_ASSERT_EQUAL(a.rc, ZKR_ECLOSED);
 }
 

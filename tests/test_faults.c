@@ -68,14 +68,16 @@ typedef struct acq_arg {
     int64_t token;
     atomic_int release_now;
     int release_rc;
+    int token_rc; /* zkr_mutex_fencing_token's, read once done */
 } acq_arg_t;
 
 static void *acq_thread(void *p)
 {
     acq_arg_t *a = p;
     a->rc = zkr_mutex_acquire(a->m, a->timeout);
+    a->token_rc = -99;
     if (a->rc == ZKR_OK)
-        zkr_mutex_fencing_token(a->m, &a->token);
+        a->token_rc = zkr_mutex_fencing_token(a->m, &a->token);
     atomic_store(&a->done, 1);
     if (a->rc != ZKR_OK)
         return NULL;
@@ -117,11 +119,11 @@ static void test_stall_short_holder_safe_again(void)
     int64_t t1;
     CU_ASSERT_EQUAL(zkr_mutex_fencing_token(m, &t1), ZKR_OK);
 
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 8000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_IN_DOUBT);
-    zkt_proxy_stall(px, 0);
     zkt_proxy_cut(px); /* drop the stalled connection so the client reconnects at once */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_SAFE, 10000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(m), ZKR_HOLD_SAFE);
     CU_ASSERT_FALSE(told_has(&(told_want_t){&told, ZKR_HOLD_LOST}));
@@ -152,21 +154,22 @@ static void test_stall_long_holder_lost(void)
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
     int64_t ta = 0, tb = 0;
-    zkr_mutex_fencing_token(ma, &ta);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ma, &ta), ZKR_OK);
+    CU_ASSERT_TRUE(ta > 0);
 
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 20000), ZKR_OK);
     int64_t b_entered = zkt_now_ms();
     long long doubt = atomic_load(&told.first_doubt_ms);
     CU_ASSERT_TRUE(doubt > 0 && doubt <= b_entered);
-    zkr_mutex_fencing_token(mb, &tb);
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(mb, &tb), ZKR_OK);
     CU_ASSERT_TRUE(tb > ta);
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_LOST, 15000));
     CU_ASSERT_EQUAL(zkr_mutex_hold_state(ma), ZKR_HOLD_LOST);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_ELOST);
     CU_ASSERT_FALSE(zkr_mutex_is_held(ma));
-    zkt_proxy_stall(px, 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     /* The local state is consistent: a later acquire works. */
@@ -194,9 +197,9 @@ static void test_server_restart_waiter_keeps_place(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     char **before = NULL;
     size_t nb = 0;
@@ -240,9 +243,9 @@ static void test_cut_waiter_keeps_place(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     int64_t b_session = 0;
     zkr_client_session(b, &b_session, NULL);
@@ -284,11 +287,11 @@ static void test_waiter_session_lost(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb, b, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 5000), ZKR_OK);
-    acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99};
+    acq_arg_t w = {mb, ZKR_WAIT_FOREVER, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
     if (!atomic_load(&w.done)) {
         int64_t sid = 0;
@@ -308,15 +311,15 @@ static void test_waiter_session_lost(void)
     }
     CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 1, 10000)); /* only the holder */
-    zkt_proxy_stall(px, 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     if (!joined) {
-        zkt_proxy_stall(px, 0);
+        CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
         acq_finish(&w, t);
     }
     zkt_raw_close(raw);
@@ -340,7 +343,7 @@ static void test_release_while_suspended(void)
     zkr_mutex_t *m;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, a, p), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     zkt_proxy_cut(px);
     for (int i = 0; i < 400 && zkr_client_is_connected(a); i++)
         zkt_sleep_ms(25);
@@ -348,7 +351,7 @@ static void test_release_while_suspended(void)
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
     CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     CU_ASSERT_EQUAL(zkt_count_children(raw, p), 1); /* still there */
-    zkt_proxy_stall(px, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 15000));
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
@@ -516,11 +519,15 @@ static void test_ensemble_leader_kill(void)
     zkr_mutex_set_hold_listener(ma, told_fn, &told);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(ma, 10000), ZKR_OK);
     int64_t ta = 0, tb = 0;
-    zkr_mutex_fencing_token(ma, &ta);
-    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99};
+    CU_ASSERT_EQUAL(zkr_mutex_fencing_token(ma, &ta), ZKR_OK);
+    CU_ASSERT_TRUE(ta > 0);
+    acq_arg_t w = {mb, 60000, 0, -99, 0, 0, -99, -99};
     pthread_t t;
-    pthread_create(&t, NULL, acq_thread, &w);
-    zkt_sleep_ms(500);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
+    /* b is queued behind a before the leader goes */
+    zhandle_t *raw = zkt_raw_at(ens_hosts);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/lock", 2, 15000));
+    zkt_raw_close(raw);
 
     int k = kill_leader();
     CU_ASSERT_TRUE(k > 0);
@@ -531,6 +538,7 @@ static void test_ensemble_leader_kill(void)
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(w.token_rc, ZKR_OK);
     tb = w.token;
     CU_ASSERT_TRUE(tb > ta);
     if (k > 0)
@@ -686,12 +694,11 @@ static zkr_hold_state_t w_state(wlock_t *l)
     return l->sem ? zkr_lease_hold_state(l->lease) : zkr_lock_hold_state(l->ref);
 }
 
-static void w_token(wlock_t *l, int64_t *token)
+static int w_token(wlock_t *l, int64_t *token)
 {
     if (l->sem)
-        zkr_lease_fencing_token(l->lease, token);
-    else
-        zkr_lock_fencing_token(l->ref, token);
+        return zkr_lease_fencing_token(l->lease, token);
+    return zkr_lock_fencing_token(l->ref, token);
 }
 
 static void worker(int id, int kind, const char *hosts, const char *path, int session_ms)
@@ -737,7 +744,8 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
         rc = w_acquire(&l, 2000);
         if (rc != ZKR_OK) {
             if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS) {
-                fprintf(stderr, "worker %d: acquire: %s\n", id, zkr_strerror(rc));
+                fprintf(stderr, "worker %d: acquire: %s (ZooKeeper %d) at %lld\n", id, zkr_strerror(rc),
+                        zkr_last_zk_error(NULL), (long long)zkt_now_ms());
                 atomic_fetch_add(&sh->errors, 1);
             }
             zkt_sleep_ms(20);
@@ -749,7 +757,10 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
             r->worker = id;
             r->reader = reader;
             r->call_ms = call_ms;
-            w_token(&l, &r->token);
+            if (w_token(&l, &r->token) != ZKR_OK) {
+                fprintf(stderr, "worker %d: no fencing token\n", id);
+                atomic_fetch_add(&sh->errors, 1);
+            }
             atomic_store(&r->doubt_ms, 0);
             atomic_store(&current_hold, r);
             r->enter_ms = zkt_now_ms();
@@ -770,7 +781,8 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
         }
         rc = w_release(&l);
         if (rc != ZKR_OK && rc != ZKR_ELOST) {
-            fprintf(stderr, "worker %d: release: %s\n", id, zkr_strerror(rc));
+            fprintf(stderr, "worker %d: release: %s (ZooKeeper %d) at %lld\n", id, zkr_strerror(rc),
+                        zkr_last_zk_error(NULL), (long long)zkt_now_ms());
             atomic_fetch_add(&sh->errors, 1);
         }
         zkt_sleep_ms(id); /* let others in */
@@ -796,6 +808,28 @@ static int cmp_enter(const void *a, const void *b)
  * entry; with several leases, a hold asked for after another had ended has
  * a larger token, and no two holds share one.  Every worker got in again
  * after the last fault. */
+/* When each fault began and ended (printed with an unexcused overlap). */
+typedef struct fault_mark {
+    const char *what;
+    int worker;
+    int64_t begin, end;
+} fault_mark_t;
+static fault_mark_t fmarks[16];
+static int nfmarks;
+
+static int fault_begin(const char *what, int worker)
+{
+    if (nfmarks >= (int)(sizeof fmarks / sizeof fmarks[0]))
+        return (int)(sizeof fmarks / sizeof fmarks[0]) - 1;
+    fmarks[nfmarks] = (fault_mark_t){what, worker, zkt_now_ms(), 0};
+    return nfmarks++;
+}
+
+static void fault_end(int i)
+{
+    fmarks[i].end = zkt_now_ms();
+}
+
 static void check_records(int n, int kind, int64_t last_fault_ms)
 {
     int capacity = kind == KIND_SEMAPHORE ? SEM_LEASES : 1;
@@ -825,6 +859,21 @@ static void check_records(int n, int kind, int64_t last_fault_ms)
             bad_overlap++;
             fprintf(stderr, "worker %d entered at %lld (token %lld) with %d holds inside not told of a fault\n",
                     r[j].worker, (long long)r[j].enter_ms, (long long)r[j].token, inside);
+            /* Who was inside, and the faults, in ms from that entry. */
+            for (int i = 0; i < j; i++) {
+                if (r[i].exit_ms == 0 || r[i].exit_ms <= r[j].enter_ms || (r[i].reader && r[j].reader))
+                    continue;
+                long long d = r[i].doubt_ms;
+                fprintf(stderr, "  inside: worker %d (%s, token %lld) asked %+lld, entered %+lld, left %+lld, "
+                        "told %s%+lld\n",
+                        r[i].worker, r[i].reader ? "reader" : "writer", (long long)r[i].token,
+                        (long long)(r[i].call_ms - r[j].enter_ms), (long long)(r[i].enter_ms - r[j].enter_ms),
+                        (long long)(r[i].exit_ms - r[j].enter_ms), d > 0 ? "" : "never ",
+                        d > 0 ? (long long)(d - r[j].enter_ms) : 0LL);
+            }
+            for (int f = 0; f < nfmarks; f++)
+                fprintf(stderr, "  fault %s (worker %d): %+lld .. %+lld\n", fmarks[f].what, fmarks[f].worker,
+                        (long long)(fmarks[f].begin - r[j].enter_ms), (long long)(fmarks[f].end - r[j].enter_ms));
         }
         if (capacity == 1 && !r[j].reader) {
             if (r[j].token <= last_token) {
@@ -864,35 +913,78 @@ static void check_records(int n, int kind, int64_t last_fault_ms)
     free(r);
 }
 
-/* Wait (bounded) until worker w holds the lock. */
+/* Wait (bounded: 15 s) until worker w holds the lock, so that the next
+ * fault hits a holder; fails the test if it never does. */
 static void wait_holding(int w)
 {
-    for (int i = 0; i < 2000 && !atomic_load(&sh->holding[w]); i++)
+    int64_t end = zkt_now_ms() + 15000;
+    for (int i = 0; i < 100000 && !atomic_load(&sh->holding[w]) && zkt_now_ms() < end; i++)
         zkt_sleep_ms(1);
+    if (!atomic_load(&sh->holding[w]))
+        fprintf(stderr, "worker %d did not hold within 15 s\n", w);
+    CU_ASSERT_TRUE(atomic_load(&sh->holding[w]));
+}
+
+/* Every worker has entered (recorded a hold) after `since` (ms). */
+static int64_t entered_since;
+static int all_entered_since(void *arg)
+{
+    (void)arg;
+    int n = atomic_load(&sh->nrec);
+    if (n > MAX_RECORDS)
+        n = MAX_RECORDS;
+    int in[WORKERS] = {0};
+    for (int i = 0; i < n; i++)
+        if (sh->rec[i].enter_ms > entered_since && sh->rec[i].worker >= 0 && sh->rec[i].worker < WORKERS)
+            in[sh->rec[i].worker] = 1;
+    for (int w = 0; w < WORKERS; w++)
+        if (!in[w])
+            return 0;
+    return 1;
+}
+
+static int all_ready(void *arg)
+{
+    (void)arg;
+    for (int w = 0; w < WORKERS; w++)
+        if (!atomic_load(&sh->ready[w]))
+            return 0;
+    return 1;
 }
 
 /* Faults on the standalone server, each applied to a worker while it holds
  * (the others wait or are about to); returns when the last one happened. */
 static int64_t standalone_faults(zkt_proxy_t **px)
 {
+    nfmarks = 0;
     wait_holding(0);
-    zkt_proxy_stall(px[0], 1); /* stall shorter than the session timeout */
+    int f = fault_begin("short stall", 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 1), 0); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
-    zkt_proxy_stall(px[0], 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 0), 0);
+    fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(1);
-    zkt_proxy_stall(px[1], 1); /* stall longer than the session timeout */
+    f = fault_begin("long stall", 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 1), 0); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
-    zkt_proxy_stall(px[1], 0);
     zkt_proxy_cut(px[1]);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0); /* cut while stalled: only new connections move */
+    fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(2);
+    f = fault_begin("cut", 2);
     zkt_proxy_cut(px[2]); /* cut + reconnect */
+    fault_end(f);
     zkt_sleep_ms(1000);
+    f = fault_begin("server restart", -1);
     CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
+    fault_end(f);
     zkt_sleep_ms(1500);
     wait_holding(3);
+    f = fault_begin("forced expiry", 3);
     CU_ASSERT_EQUAL(zkt_expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
+    fault_end(f);
     return zkt_now_ms();
 }
 
@@ -900,17 +992,22 @@ static int64_t standalone_faults(zkt_proxy_t **px)
  * worker holds) and brought back, then a session is expired by force. */
 static int64_t ensemble_faults(void)
 {
+    nfmarks = 0;
     for (int round = 0; round < 2; round++) {
         wait_holding(round);
+        int f = fault_begin("leader killed", round);
         int k = kill_leader();
         CU_ASSERT_TRUE(k > 0);
         zkt_sleep_ms(3000);
         if (k > 0)
             CU_ASSERT_EQUAL(restart_node(k), 0);
+        fault_end(f);
         zkt_sleep_ms(2000);
     }
     wait_holding(2);
+    int f = fault_begin("forced expiry", 2);
     CU_ASSERT_EQUAL(zkt_expire_session_at(ens_hosts, sh->session[2], sh->passwd[2]), 0);
+    fault_end(f);
     return zkt_now_ms();
 }
 
@@ -940,13 +1037,21 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         if (pids[w] == 0)
             worker(w, kind, on_ensemble ? ens_hosts : zkt_proxy_hosts(px[w]), p, session_ms);
     }
-    for (int w = 0; w < WORKERS; w++)
-        for (int i = 0; i < 400 && !atomic_load(&sh->ready[w]); i++)
-            zkt_sleep_ms(25);
-    zkt_sleep_ms(1500);
+    /* Every worker is connected and running, and has held the lock once,
+     * before the first fault. */
+    int ready = zkt_wait_for(all_ready, NULL, 20000);
+    CU_ASSERT_TRUE(ready);
+    entered_since = 0;
+    int warm = ready && zkt_wait_for(all_entered_since, NULL, 20000);
+    CU_ASSERT_TRUE(warm);
 
-    int64_t last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
-    zkt_sleep_ms(on_ensemble ? 8000 : 6000); /* everyone must get in again after the last fault */
+    int64_t last_fault = zkt_now_ms();
+    if (warm)
+        last_fault = on_ensemble ? ensemble_faults() : standalone_faults(px);
+    /* Everyone must get in again after the last fault (bounded: a session
+     * timeout for the expired one to be seen, a new session, its turn). */
+    entered_since = last_fault;
+    CU_ASSERT_TRUE(zkt_wait_for(all_entered_since, NULL, on_ensemble ? 40000 : 30000));
 
     /* What the queue looks like now (printed only if a worker is stuck). */
     int stuck = 0;
@@ -1002,6 +1107,9 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         n = MAX_RECORDS;
     printf("\n    %s: %d holds recorded, %d unexpected errors\n", name, n, atomic_load(&sh->errors));
     CU_ASSERT_TRUE(n > 20);
+    for (int f = 0; atomic_load(&sh->errors) > 0 && f < nfmarks; f++)
+        fprintf(stderr, "  fault %s (worker %d): %lld .. %lld\n", fmarks[f].what, fmarks[f].worker,
+                (long long)fmarks[f].begin, (long long)fmarks[f].end);
     CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
     check_records(n, kind, last_fault);
 

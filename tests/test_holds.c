@@ -279,6 +279,18 @@ static void test_outside_lease(void)
 
 /* ---- outside deletion of a waiting node ----------------------------------------------- */
 
+typedef struct waiting_watches {
+    const char *pred, *own;
+} waiting_watches_t;
+
+/* The waiter has set its watches: one waiter's watch on its predecessor,
+ * and its own session's on its node. */
+static int waiter_watching(void *arg)
+{
+    waiting_watches_t *w = arg;
+    return zkt_watches_on(w->pred) == 1 && zkt_owner_watches(w->own) == 1;
+}
+
 static void test_outside_delete_waiter(void)
 {
     char path[128];
@@ -292,9 +304,13 @@ static void test_outside_delete_waiter(void)
     waiter_t w;
     waiter_start(&w, &b, LONG_WAIT_MS);
     CU_ASSERT_TRUE_FATAL(zkt_wait_children(zh, path, 2, 10000));
-    zkt_sleep_ms(200); /* it has set its watches */
+    char *anode = node_of(zh, path, session_of(ca));
     char *bnode = node_of(zh, path, session_of(cb));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(anode);
     CU_ASSERT_PTR_NOT_NULL_FATAL(bnode);
+    waiting_watches_t ww = {anode, bnode};
+    CU_ASSERT_TRUE(zkt_wait_for(waiter_watching, &ww, 10000)); /* it has set its watches */
+    free(anode);
     int64_t t0 = zkt_now_ms();
     CU_ASSERT_EQUAL(zoo_delete(zh, bnode, -1), ZOK);
     CU_ASSERT_TRUE(zkt_wait_for(int_set, &w.done, 10000));
@@ -374,7 +390,7 @@ static void test_release_during_stall(void)
     zkr_mutex_t *m;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
-    zkt_proxy_stall(px, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     int64_t t0 = zkt_now_ms();
     int rc = zkr_mutex_release(m);
     long long took = zkt_now_ms() - t0;
@@ -384,8 +400,8 @@ static void test_release_during_stall(void)
     CU_ASSERT_TRUE(took <= ZKR_RELEASE_WAIT_MS + 500);
     CU_ASSERT_FALSE(zkr_mutex_is_held(m));
     /* The delete is finished once the link is back. */
-    zkt_proxy_stall(px, 0);
     zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_TRUE(zkt_wait_children(zh, path, 0, 20000));
     zkr_mutex_free(m);
     zkr_client_close(c);

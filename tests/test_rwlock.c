@@ -598,6 +598,20 @@ static void test_herd_watches(void)
 /* W1 holds; readers a queue, then writer W2, then readers b.  The a
  * readers watch W1, the b readers watch W2 (the nearest writer before
  * them), so W1's release wakes exactly the a readers. */
+
+typedef struct woken_want {
+    long long from;
+    int n;
+} woken_want_t;
+
+/* The server's count of watches fired by deletes has grown by n or more. */
+static int woken_reached(void *arg)
+{
+    woken_want_t *w = arg;
+    long long v = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
+    return v >= 0 && v - w->from >= w->n;
+}
+
 static void test_readers_watch_nearest_writer(void)
 {
     char path[128];
@@ -646,7 +660,10 @@ static void test_readers_watch_nearest_writer(void)
     CU_ASSERT_EQUAL(zkr_rwlock_write_release(lw), ZKR_OK);
     for (int i = 0; i < NW_READERS; i++)
         CU_ASSERT_EQUAL(worker_wait(&ra[i]), ZKR_OK);
-    zkt_sleep_ms(200);
+    /* The server adds the watches one delete fired to its count after it
+     * has sent them: wait for it, then it must be exactly those. */
+    woken_want_t ww = {woken0, NW_READERS};
+    CU_ASSERT_TRUE(zkt_wait_for(woken_reached, &ww, 10000));
     long long woken1 = zkt_stat_value("mntr", "zk_sum_node_deleted_watch_count");
     CU_ASSERT_EQUAL(woken1 - woken0, NW_READERS);
     CU_ASSERT_EQUAL(atomic_load(&w2.returned), 0);

@@ -564,12 +564,14 @@ typedef struct spec_worker {
     zkr_semaphore_t *s;
     zkr_lease_t *lease;
     int rc;
+    atomic_int returned;
 } spec_worker_t;
 
 static void *spec_worker_main(void *arg)
 {
     spec_worker_t *w = arg;
     w->rc = zkr_semaphore_acquire(w->s, 10000, &w->lease);
+    atomic_store(&w->returned, 1);
     return NULL;
 }
 
@@ -578,6 +580,22 @@ static void *spec_worker_main(void *arg)
  * a node another session made, as a Curator process holding locks/ would),
  * that lease must not stand while we wait: the locks/ holder counts the
  * leases to know whether it has room. */
+typedef struct spec_dirs {
+    zhandle_t *zh;
+    const char *leases, *locks;
+} spec_dirs_t;
+
+/* The waiter made its lease ahead and withdrew it: leases/ has changed
+ * three times (the holder's lease, the one made ahead, its delete) and
+ * holds one; locks/ holds the outside holder's node and the waiter's. */
+static int spec_lease_withdrawn(void *arg)
+{
+    spec_dirs_t *d = arg;
+    struct Stat st;
+    return zoo_exists(d->zh, d->leases, 0, &st) == ZOK && st.cversion >= 3 && st.numChildren == 1 &&
+           zkt_count_children(d->zh, d->locks) == 2;
+}
+
 static void test_speculative_lease_withdrawn(void)
 {
     char path[256], node[400], made[400];
@@ -596,8 +614,11 @@ static void test_speculative_lease_withdrawn(void)
                           ZOK);
     spec_worker_t w = {.s = new_sem(cb, path, 1)};
     CU_ASSERT_FATAL(pthread_create(&w.tid, NULL, spec_worker_main, &w) == 0);
-    /* While it waits for locks/, only the holder's lease stands. */
-    zkt_sleep_ms(300);
+    /* While it waits for locks/, only the holder's lease stands (a lease
+     * that stays is never withdrawn: the wait runs out). */
+    spec_dirs_t sd = {zh, d.leases, d.locks};
+    CU_ASSERT_TRUE(zkt_wait_for(spec_lease_withdrawn, &sd, 10000));
+    CU_ASSERT_EQUAL(atomic_load(&w.returned), 0);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 2);
     /* locks/ comes free and the lease goes back: the waiter gets in, with

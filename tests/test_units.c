@@ -217,7 +217,8 @@ int main(void)
     CU_add_test(s, "ZooKeeper codes classified and mapped", test_zk_classifier);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
-    int failed = (int)CU_get_number_of_tests_failed();
+    /* a suite whose init fails runs none of its tests: count it too */
+    int failed = (int)(CU_get_number_of_tests_failed() + CU_get_number_of_suites_failed());
     CU_cleanup_registry();
     return failed ? 1 : 0;
 }

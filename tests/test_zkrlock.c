@@ -221,9 +221,9 @@ static void lost_case(const char *grace, int ignore_term, const char *why)
     pid_t pid = start_script(&sc, opts, ignore_term ? ignoring : TRAP_TERM, "x", sc.err);
     CU_ASSERT_FATAL(wait_lines(sc.rec, "begin x", 1, WAIT_MS));
     CU_ASSERT_EQUAL(children_of(sc.path), 1);
-    zkt_proxy_stall(p, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
     int rc = zkt_wait_child(pid, RUN_MS);
-    zkt_proxy_stall(p, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 0), 0);
     CU_ASSERT_EQUAL(rc, 75);
     assert_one_line(sc.err, why);
     CU_ASSERT_EQUAL(lines_with(sc.rec, "end"), 0); /* the command was stopped */
@@ -266,11 +266,11 @@ static void test_grace_survives(void)
                                 "--verbose", NULL};
     pid_t pid = start_script(&sc, opts, TRAP_TERM, "g", sc.err);
     CU_ASSERT_FATAL(wait_lines(sc.rec, "begin g", 1, WAIT_MS));
-    zkt_proxy_stall(p, 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
     int in_doubt = 0;
     for (int64_t end = zkt_now_ms() + WAIT_MS; !in_doubt && zkt_now_ms() < end; zkt_sleep_ms(50))
         in_doubt = contains(sc.err, ": IN_DOUBT");
-    zkt_proxy_stall(p, 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 0), 0);
     CU_ASSERT(in_doubt);
     int safe = 0;
     for (int64_t end = zkt_now_ms() + WAIT_MS; !safe && zkt_now_ms() < end; zkt_sleep_ms(50))

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,11 +29,14 @@ struct zkt_proxy {
     int port;
     atomic_int target;
     atomic_int stalled;
+    atomic_uint stall_seq; /* bumped by every zkt_proxy_stall */
+    atomic_uint stall_ack; /* the last stall_seq the loop has applied */
     atomic_int cut_req;
     atomic_int stop;
     atomic_int nconn;
     int wake[2];
     pthread_t thread;
+    pthread_mutex_t mu; /* pairs: written by the loop, read by zkt_proxy_held */
     pair_t pairs[MAX_PAIRS];
     char hosts[32];
 };
@@ -50,9 +54,11 @@ static void pair_close(zkt_proxy_t *p, pair_t *pr)
 {
     if (pr->a < 0)
         return;
+    pthread_mutex_lock(&p->mu);
     hard_close(pr->a);
     hard_close(pr->b);
     pr->a = pr->b = -1;
+    pthread_mutex_unlock(&p->mu);
     atomic_fetch_sub(&p->nconn, 1);
 }
 
@@ -113,7 +119,13 @@ static void *proxy_main(void *arg)
             for (int i = 0; i < MAX_PAIRS; i++)
                 pair_close(p, &p->pairs[i]);
         }
+        /* The sequence first: a stall call whose number is acknowledged
+         * below has stored its state before, so it is the one read here. */
+        unsigned seq = atomic_load(&p->stall_seq);
         int stalled = atomic_load(&p->stalled);
+        /* From here on this state holds: while stalled, nothing is read
+         * (so nothing moves) until a later call changes it. */
+        atomic_store(&p->stall_ack, seq);
         int n = 0;
         fds[n].fd = p->lfd;
         fds[n].events = POLLIN;
@@ -161,14 +173,23 @@ static void *proxy_main(void *arg)
                 }
                 int one = 1;
                 setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                pthread_mutex_lock(&p->mu);
                 p->pairs[slot].a = cfd;
                 p->pairs[slot].b = sfd;
+                pthread_mutex_unlock(&p->mu);
                 atomic_fetch_add(&p->nconn, 1);
                 continue;
             }
             pair_t *pr = &p->pairs[owner[k]];
             if (pr->a < 0)
                 continue;
+            if (stalled) {
+                /* Only an error or a hang-up wakes a stalled pair: close
+                 * it, moving nothing. */
+                if (fds[k].revents & (POLLERR | POLLNVAL | POLLHUP))
+                    pair_close(p, pr);
+                continue;
+            }
             int from = fds[k].fd;
             int to = from == pr->a ? pr->b : pr->a;
             if ((fds[k].revents & (POLLERR | POLLNVAL)) || forward(from, to) < 0)
@@ -188,6 +209,7 @@ zkt_proxy_t *zkt_proxy_start(int target_port)
     for (int i = 0; i < MAX_PAIRS; i++)
         p->pairs[i].a = p->pairs[i].b = -1;
     atomic_store(&p->target, target_port);
+    pthread_mutex_init(&p->mu, NULL);
     p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (p->lfd < 0 || pipe2(p->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
         if (p->lfd >= 0)
@@ -238,10 +260,32 @@ static void poke(zkt_proxy_t *p)
     (void)w;
 }
 
-void zkt_proxy_stall(zkt_proxy_t *p, int on)
+int zkt_proxy_stall(zkt_proxy_t *p, int on)
 {
     atomic_store(&p->stalled, on);
+    unsigned seq = atomic_fetch_add(&p->stall_seq, 1) + 1;
     poke(p);
+    /* Bounded: the loop comes round at least every 200 ms (its poll
+     * timeout), or at once when poked; a forward may block it up to 1 s. */
+    for (int i = 0; i < 10000; i++) {
+        if ((int)(atomic_load(&p->stall_ack) - seq) >= 0)
+            return 0;
+        usleep(1000);
+    }
+    return -1;
+}
+
+long zkt_proxy_held(zkt_proxy_t *p)
+{
+    long held = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < MAX_PAIRS; i++) {
+        int n = 0;
+        if (p->pairs[i].a >= 0 && ioctl(p->pairs[i].a, FIONREAD, &n) == 0 && n > 0)
+            held += n;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return held;
 }
 
 void zkt_proxy_cut(zkt_proxy_t *p)
@@ -272,5 +316,6 @@ void zkt_proxy_stop(zkt_proxy_t *p)
     close(p->lfd);
     close(p->wake[0]);
     close(p->wake[1]);
+    pthread_mutex_destroy(&p->mu);
     free(p);
 }

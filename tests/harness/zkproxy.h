@@ -16,8 +16,13 @@ int zkt_proxy_port(const zkt_proxy_t *p);
 /* "127.0.0.1:<port>" (static per proxy). */
 const char *zkt_proxy_hosts(const zkt_proxy_t *p);
 /* Stop moving bytes (1) or resume (0).  New connections are accepted but
- * stalled too. */
-void zkt_proxy_stall(zkt_proxy_t *p, int on);
+ * stalled too.  Returns once the proxy's loop has applied it (0): from
+ * then on, while stalled, not a byte moves either way; -1 if the loop did
+ * not answer within 10 s. */
+int zkt_proxy_stall(zkt_proxy_t *p, int on);
+/* Bytes the clients have sent that the proxy holds (not yet read: a stall
+ * holds every request sent into it here). */
+long zkt_proxy_held(zkt_proxy_t *p);
 /* Close every open connection (clients see a reset); the proxy keeps
  * accepting. */
 void zkt_proxy_cut(zkt_proxy_t *p);

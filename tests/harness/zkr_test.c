@@ -97,6 +97,20 @@ zhandle_t *zkt_raw_at(const char *hosts)
     return zh;
 }
 
+zhandle_t *zkt_plain_raw(void)
+{
+    zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 10000, NULL, NULL, 0);
+    if (!zh)
+        return NULL;
+    for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)
+        zkt_sleep_ms(50);
+    if (zoo_state(zh) != ZOO_CONNECTED_STATE) {
+        zookeeper_close(zh);
+        return NULL;
+    }
+    return zh;
+}
+
 void zkt_raw_close(zhandle_t *zh)
 {
     if (zh)

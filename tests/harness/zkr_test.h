@@ -77,8 +77,11 @@ int zkt_expire_session(int64_t id, const char passwd[16]);
 int zkt_expire_session_at(const char *hosts, int64_t id, const char passwd[16]);
 
 /* A client for code that must not use CUnit (threads, forked children);
- * NULL on failure. */
+ * NULL on failure.  CUnit is not thread-safe, and a fatal assert jumps
+ * from the thread it fails on: threads record, the main thread asserts. */
 zkr_client_t *zkt_plain_client(int session_ms);
+/* zkt_raw for the same code: NULL if it could not connect. */
+zhandle_t *zkt_plain_raw(void);
 /* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs; -1 if
  * absent. */
 long long zkt_stat_value(const char *word, const char *key);
