@@ -21,13 +21,20 @@ zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id)
 
 void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
 {
-    if (op->in_ready || op->release)
+    if (op->release)
         return; /* a release is never stepped: its delete's answer ends it */
-    op->in_ready = 1;
     if (op->blocking) {
-        pthread_cond_signal(&op->cond); /* its caller steps it */
+        /* Its caller steps it.  While the rest of a batch is in flight a
+         * step would only park the news: wake the caller once, when the
+         * last answer is in (or at once if the client closes). */
+        op->in_ready = 1;
+        if (op->inflight == 0 || c->closing)
+            pthread_cond_signal(&op->cond);
         return;
     }
+    if (op->in_ready)
+        return;
+    op->in_ready = 1;
     op->rnext = NULL;
     if (c->aready_tail)
         c->aready_tail->rnext = op;
