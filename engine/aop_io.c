@@ -22,6 +22,15 @@ static void sent_locked(zkr__aop_t *op)
         zkr__req_end(&op->req);
 }
 
+/* After a batch is sent: if nothing of it is in flight (every send
+ * failed, and was answered here), step again at once.  c->mu held. */
+static void sent_all_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    sent_locked(op);
+    if (op->inflight == 0)
+        zkr__aop_ready_locked(c, op);
+}
+
 /* One of op's requests is answered.  c->mu held. */
 static void answered_locked(zkr__aop_t *op)
 {
@@ -319,9 +328,7 @@ static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
         if (spec)
             send_spec_lease_locked(c, op, zh);
     }
-    sent_locked(op);
-    if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
+    sent_all_locked(c, op);
 }
 
 void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
@@ -366,36 +373,15 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     zkr__client_put_handle(c, h);
 }
 
-void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
-{
-    zhandle_t *zh = current_locked(c, op);
-    if (!zh) {
-        op->nw.listed = 1;
-        op->nw.list_rc = ZCLOSING;
-    } else if (op->in_lease) {
-        send_lease_look_locked(c, op, zh);
-    } else {
-        op->lsession = c->cur->session_id;
-        int zrc = zoo_aget_children(zh, op->dir, 0, list_done, op);
-        if (zrc == ZOK) {
-            op->inflight++;
-        } else {
-            op->nw.listed = 1;
-            op->nw.list_rc = zrc;
-        }
-    }
-    sent_locked(op);
-    if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
-}
-
-void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
+/* A plain listing of dir (no watch) on the current handle; a send that
+ * fails is answered here. */
+static void send_list_locked(zkr_client_t *c, zkr__aop_t *op, const char *dir)
 {
     zhandle_t *zh = current_locked(c, op);
     int zrc = ZCLOSING;
     if (zh) {
         op->lsession = c->cur->session_id;
-        zrc = zoo_aget_children(zh, zkr__aop_stage_dir(op), 0, list_done, op);
+        zrc = zoo_aget_children(zh, dir, 0, list_done, op);
     }
     if (zrc == ZOK) {
         op->inflight++;
@@ -403,9 +389,26 @@ void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
         op->nw.listed = 1;
         op->nw.list_rc = zrc;
     }
-    sent_locked(op);
-    if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
+}
+
+void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    zhandle_t *zh;
+    if (op->in_lease && (zh = current_locked(c, op))) {
+        send_lease_look_locked(c, op, zh);
+    } else if (op->in_lease) {
+        op->nw.listed = 1;
+        op->nw.list_rc = ZCLOSING;
+    } else {
+        send_list_locked(c, op, op->dir);
+    }
+    sent_all_locked(c, op);
+}
+
+void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    send_list_locked(c, op, zkr__aop_stage_dir(op));
+    sent_all_locked(c, op);
 }
 
 void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
@@ -418,9 +421,7 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
         op->nw.existed = 1;
         op->nw.exists_rc = zrc;
     }
-    sent_locked(op);
-    if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
+    sent_all_locked(c, op);
 }
 
 void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
@@ -439,9 +440,7 @@ void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
     }
     free(dir);
     op->nw.parents = 1; /* also when nothing could be sent: look again */
-    sent_locked(op);
-    if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
+    sent_all_locked(c, op);
 }
 
 /* The data watch on the one node the driver names (wpath, taken); `first`:

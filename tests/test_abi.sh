@@ -36,23 +36,9 @@ map=$srcdir/abi/libzkrecipes.map
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-abi.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-pass=0
-fail=0
-check() { # check NAME STATUS
-    if [ "$2" = 0 ]; then
-        pass=$((pass + 1))
-        echo "ok:   $1"
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $1"
-    fi
-}
+. "$srcdir/tests/harness/checks.sh"
 finish() {
-    echo
-    echo "Run Summary:    Type  Total    Ran Passed Failed Inactive"
-    printf "               tests %6d %6d %6d %6d %8d\n" $((pass + fail)) $((pass + fail)) $pass $fail 0
-    echo "abi: $pass passed, $fail failed"
-    [ $fail = 0 ]
+    summary abi
     exit $?
 }
 

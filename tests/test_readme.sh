@@ -36,17 +36,7 @@ readme=${1:-$srcdir/README.md}
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-readme.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-pass=0
-fail=0
-check() { # check NAME STATUS
-    if [ "$2" = 0 ]; then
-        pass=$((pass + 1))
-        echo "ok:   $1"
-    else
-        fail=$((fail + 1))
-        echo "FAIL: $1"
-    fi
-}
+. "$srcdir/tests/harness/checks.sh"
 
 cat >"$work/prelude.h" <<'C'
 #include <poll.h>
@@ -119,8 +109,4 @@ else
     check "a snippet that calls a function that does not exist is refused" 0
 fi
 
-echo
-echo "Run Summary:    Type  Total    Ran Passed Failed Inactive"
-printf "               tests %6d %6d %6d %6d %8d\n" $((pass + fail)) $((pass + fail)) $pass $fail 0
-echo "readme: $pass passed, $fail failed"
-[ $fail = 0 ]
+summary readme

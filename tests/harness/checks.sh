@@ -1,4 +1,5 @@
-# Sourced by the shell tests (tests/test_docs.sh, tests/test_layers.sh):
+# Sourced by the shell tests (tests/test_docs.sh, test_layers.sh, test_abi.sh,
+# test_readme.sh):
 # count checks and close with the CUnit-style summary that
 # scripts/summary.sh reads.
 pass=0
