@@ -419,7 +419,9 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
     if (rc != 0) {
-        cleanup_news(c, op, &nw);
+        /* on_created and on_spec_lease took the creates' answers: what is
+         * left is listings (fail deletes our nodes; a lost reply's prefix
+         * delete is scheduled once, by on_created or by fail) */
         zkr__news_clear(&nw);
         fail(c, op, rc);
         return;

@@ -363,9 +363,13 @@ void zkr__client_wake_path(zkr_client_t *c, const char *path)
 
 void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks)
 {
+    /* every acquire asks: once set, no trip through the client mutex */
+    if (atomic_load_explicit(&c->hooks_set, memory_order_acquire))
+        return;
     pthread_mutex_lock(&c->mu);
     if (!c->hooks)
         c->hooks = hooks;
+    atomic_store_explicit(&c->hooks_set, 1, memory_order_release);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -22,6 +22,8 @@
 #ifndef ZKR_CORE_PRIVATE_H
 #define ZKR_CORE_PRIVATE_H
 
+#include <stdatomic.h>
+
 #include "session/core.h"
 
 #define ZKR__RAW_MAX 64
@@ -153,6 +155,7 @@ struct zkr_client {
     /* ---- the layer above (engine/): what the client thread and close
      * call (set once, never changed) ---- */
     const zkr__hooks_t *hooks;
+    atomic_int hooks_set;     /* hooks is set (read without c->mu) */
 
     /* ---- engine/async*.c: asynchronous acquires (owned by the engine;
      * the core never touches them) ---- */
