@@ -17,7 +17,7 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     zkr__aop_t *op = zkr__aop_new(t, deadline);
     if (!op)
         return ZKR_ENOMEM;
-    op->blocking = 1;
+    atomic_store(&op->blocking, 1);
     /* A node sent ahead for this very queue (the multi-lock's parts; a
      * semaphore's locks/ node). */
     zkr__strvec_t kids = {NULL, 0};
@@ -32,6 +32,7 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
             op->need_look = 1;
         }
     }
+    op->kick = 1; /* step at once: send the create, or decide */
     pthread_mutex_lock(&c->mu);
     int rc = zkr__aop_add_locked(c, op);
     if (rc != ZKR_OK) {
@@ -40,38 +41,42 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
         zkr__aop_free(op);
         return rc;
     }
-    op->in_ready = 1; /* step at once: send the create, or decide */
-    if (op->node.track) {
-        pthread_mutex_unlock(&c->mu); /* the track's lock is c->mu */
+    pthread_mutex_unlock(&c->mu);
+    if (op->node.track) /* (the track's lock is c->mu) */
         zkr__track_set_waiter(c, op->node.track, op->id);
-        pthread_mutex_lock(&c->mu);
-    }
+    /* Answers wake us through op->mu alone: no client-wide lock on the
+     * way from ZooKeeper's completion thread to this one. */
+    pthread_mutex_lock(&op->mu);
     while (!op->finished) {
-        if (!op->in_ready) {
+        if (!op->kick) {
             /* At the deadline with nothing in flight, the step ends it;
              * with requests in flight it waits for their answers (the
              * step decides at a look boundary, as an asynchronous one). */
             int64_t until = op->inflight > 0 ? INT64_MAX : op->deadline;
-            if (zkr__cond_wait_until(&op->cond, &c->mu, until) != 0 && op->inflight == 0)
-                op->in_ready = 1;
+            if (zkr__cond_wait_until(&op->cond, &op->mu, until) != 0 && op->inflight == 0)
+                op->kick = 1;
             continue;
         }
-        op->in_ready = 0;
-        pthread_mutex_unlock(&c->mu);
+        op->kick = 0;
+        pthread_mutex_unlock(&op->mu);
         zkr__aop_step(c, op);
-        pthread_mutex_lock(&c->mu);
+        pthread_mutex_lock(&op->mu);
     }
+    pthread_mutex_unlock(&op->mu);
+    pthread_mutex_lock(&c->mu);
     rc = op->rc;
     *out = op->granted;
     memset(&op->granted, 0, sizeof op->granted);
     /* From here the client thread steps it (answers still in flight only
      * clean up) and frees it. */
-    op->blocking = 0;
+    pthread_mutex_lock(&op->mu);
+    atomic_store(&op->blocking, 0);
     op->taken = op->delivered = 1;
-    if (op->in_ready) {
-        op->in_ready = 0;
+    if (op->kick) {
+        op->kick = 0;
         zkr__aop_ready_locked(c, op);
     }
+    pthread_mutex_unlock(&op->mu);
     zkr__aop_maybe_free_locked(c, op);
     pthread_mutex_unlock(&c->mu);
     return rc;

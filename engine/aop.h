@@ -2,15 +2,20 @@
  * acquire.c, async.c): one acquire's record.  Every acquire, blocking or
  * asynchronous, runs this one machine; they differ only in who steps it
  * (the caller's thread, waiting on op->cond, or the client thread) and how
- * it ends (the caller takes the result, or a completion is dispatched).  Every field shared with
- * another thread is guarded by c->mu (see session/core_private.h for the
- * lock order).
+ * it ends (the caller takes the result, or a completion is dispatched).  The
+ * client's lists and most fields are guarded by c->mu; what ZooKeeper's
+ * answers bring (the news, the count of requests in flight, a blocking
+ * caller's wake-up) by the acquire's own op->mu, taken after c->mu (see
+ * session/core_private.h for the whole lock order), so that an answer to a
+ * blocking acquire never waits for the client mutex.
  *
  *  - ZooKeeper's completion thread runs our completions and watchers
  *    (aop_io.c): they only record their news in the acquire (found by
  *    pointer for a completion: an acquire is freed only when none of its
  *    requests is in flight; by id for a watch, which may fire after it is
- *    gone), put it on the ready list and wake the client thread.
+ *    gone) and wake whoever steps it: a blocking caller through op->cond
+ *    under op->mu alone, the client thread through its ready list (c->mu,
+ *    then op->mu).
  *  - One thread steps an acquire (aop_step.c), with c->mu dropped: the
  *    caller's for a blocking acquire (acquire.c), the client thread for
  *    an asynchronous one (async.c, which also ends those past their
@@ -90,24 +95,30 @@ struct zkr__aop {
                                   ahead while locks/ was last found free */
     zkr__async_done_t done;
     int64_t deadline;
-    /* ---- c->mu ---- */
-    zkr__aop_t *prev, *next;   /* c->aops */
-    zkr__aop_t *rnext;         /* c->aready (asynchronous only) */
-    zkr__aop_t *dnext;         /* c->adone */
-    int in_ready;              /* has news: on c->aready, or (blocking) op->cond
-                                  signalled */
-    int blocking;              /* its caller steps it (until it returns) */
+    /* ---- op->mu (taken after c->mu) ---- */
+    pthread_mutex_t mu;
     pthread_cond_t cond;       /* blocking: news, the end, close */
-    const void *owner;
+    int kick;                  /* blocking: news for its caller to step on */
     int inflight;              /* requests whose completion has not run */
     int create_inflight;       /* the create is one of them */
     zkr__req_t req;            /* registered on h while inflight > 0 */
     zkr__news_t nw;
+    /* ---- written under c->mu and op->mu: read under either ---- */
+    atomic_int blocking;       /* its caller steps it (until it returns) */
+    int finished;
+    int rc;
+    /* ---- c->mu ---- */
+    zkr__aop_t *prev, *next;   /* c->aops */
+    zkr__aop_t *rnext;         /* c->aready (asynchronous only) */
+    zkr__aop_t *dnext;         /* c->adone */
+    int in_ready;              /* on c->aready (asynchronous) */
+    const void *owner;
     const zkr__zh_t *h;        /* handle of the last requests: compared, never followed */
     int cancel;
-    int finished, taken, delivered;
-    int rc;
-    zkr__node_t granted;       /* the node an acquire that ended ZKR_OK grants */
+    int taken, delivered;
+    zkr__node_t granted;       /* the node an acquire that ended ZKR_OK grants
+                                  (written by the stepping thread before
+                                  `finished`) */
     char *watching;            /* the node our data watch is on */
     /* ---- the client thread only ---- */
     int phase;
@@ -134,8 +145,12 @@ struct zkr__aop {
 
 /* ---- aops.c: the client's lists of acquires (c->mu held) ---- */
 zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id);
-/* Put op on the ready list (the client thread steps it). */
+/* Wake whoever steps op: its blocking caller, or the client thread (op on
+ * the ready list).  c->mu and op->mu held. */
 void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op);
+/* The same, taking op->mu (c->mu held); `look`: it looks again (a state,
+ * a watch, a release or deletion nearby). */
+void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look);
 void zkr__aop_raise_fd_locked(zkr_client_t *c);
 void zkr__aop_lower_fd_locked(zkr_client_t *c);
 void zkr__news_clear(zkr__news_t *nw);
@@ -150,6 +165,8 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc);
  * dropped around the call.  Returns 1 if there was one. */
 int zkr__aop_deliver_one_locked(zkr_client_t *c);
 
+/* A zeroed record with its mutex and condition variable (NULL: ENOMEM). */
+zkr__aop_t *zkr__aop_alloc(void);
 /* A new acquire on t (not yet on any list): NULL on ZKR_ENOMEM. */
 zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline);
 /* Put op on c->aops and give it its id; ZKR_ECLOSED if closing. */
@@ -160,7 +177,7 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op);
  * behind it: through the handle's combiner for a queue node, else direct
  * (the lease stage, or the lease sent ahead behind locks/).  No lock held. */
 void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op);
-/* c->mu held; asynchronous calls only. */
+/* c->mu held (they take op->mu); asynchronous calls only. */
 void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first);

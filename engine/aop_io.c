@@ -15,7 +15,7 @@
 /* ---- completions and watches (ZooKeeper's completion thread) ---- */
 
 /* After op's sends, and after each answer: nothing in flight, nothing
- * registered.  c->mu held. */
+ * registered.  op->mu held. */
 static void sent_locked(zkr__aop_t *op)
 {
     if (op->inflight == 0)
@@ -23,7 +23,8 @@ static void sent_locked(zkr__aop_t *op)
 }
 
 /* After a batch is sent: if nothing of it is in flight (every send
- * failed, and was answered here), step again at once.  c->mu held. */
+ * failed, and was answered here), step again at once.  c->mu and op->mu
+ * held. */
 static void sent_all_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     sent_locked(op);
@@ -31,11 +32,47 @@ static void sent_all_locked(zkr_client_t *c, zkr__aop_t *op)
         zkr__aop_ready_locked(c, op);
 }
 
-/* One of op's requests is answered.  c->mu held. */
-static void answered_locked(zkr__aop_t *op)
+/* Take what a completion of op needs: op->mu alone while op's caller
+ * steps it (a blocking acquire: its news go to its caller, no list of the
+ * client changes), else c->mu, then op->mu.  Returns 1 if c->mu is held.
+ * An expired session's answer is told to the core first. */
+static int answer_lock(zkr__aop_t *op, int rc)
 {
+    zkr_client_t *c = op->c;
+    if (rc == ZSESSIONEXPIRED || rc == ZSESSIONMOVED) {
+        pthread_mutex_lock(&c->mu);
+        zkr__answer_locked(c, op->h, rc);
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (atomic_load(&op->blocking)) {
+        pthread_mutex_lock(&op->mu);
+        if (atomic_load(&op->blocking)) /* it stops only under op->mu too */
+            return 0;
+        pthread_mutex_unlock(&op->mu);
+    }
+    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&op->mu);
+    return 1;
+}
+
+/* The answer is recorded: count it, wake whoever steps op, and unlock
+ * what answer_lock took.  op may be freed as soon as this returns. */
+static void answer_unlock(zkr__aop_t *op, int with_client)
+{
+    zkr_client_t *c = op->c;
     op->inflight--;
     sent_locked(op);
+    if (with_client) {
+        zkr__aop_ready_locked(c, op);
+        pthread_mutex_unlock(&op->mu);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    /* (the client's close wakes the caller through closing_locked) */
+    op->kick = 1;
+    if (op->inflight == 0)
+        pthread_cond_signal(&op->cond);
+    pthread_mutex_unlock(&op->mu);
 }
 
 /* The handle closed with op's requests unanswered (zkr__req_t): as if they
@@ -45,6 +82,7 @@ static void op_closing(zkr__req_t *r)
     zkr__aop_t *op = (zkr__aop_t *)(void *)((char *)r - offsetof(zkr__aop_t, req));
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&op->mu);
     if (op->inflight > 0) {
         op->inflight = 0;
         if (op->create_inflight) {
@@ -55,11 +93,12 @@ static void op_closing(zkr__req_t *r)
         op->nw.look = 1;
         zkr__aop_ready_locked(c, op);
     }
+    pthread_mutex_unlock(&op->mu);
     pthread_mutex_unlock(&c->mu);
 }
 
 /* A create's answer (copy: its path, copied), into the news of the stage's
- * create or (spec) of the lease sent ahead.  c->mu held. */
+ * create or (spec) of the lease sent ahead.  op->mu held. */
 static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const struct Stat *st)
 {
     rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
@@ -86,33 +125,25 @@ static int copy_listing(int rc, const struct String_vector *sv, zkr__strvec_t *k
 static void created(int rc, const char *value, const struct Stat *st, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
     char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     record_created(op, spec, rc, copy, st);
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 static void listed(int rc, const struct String_vector *sv, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
     zkr__strvec_t kids;
     rc = copy_listing(rc, sv, &kids);
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     zkr__news_t *nw = &op->nw;
     zkr__strvec_free(spec ? &nw->skids : &nw->kids);
     if (spec)
         nw->slisted = 1, nw->slist_rc = rc, nw->skids = kids;
     else
         nw->listed = 1, nw->list_rc = rc, nw->kids = kids;
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
@@ -129,18 +160,14 @@ static void count_done(int rc, const char *value, int len, const struct Stat *st
 {
     (void)st;
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
     int32_t v = 0;
     if (rc == ZOK && zkr__count_parse(value, len, &v) != 0)
         rc = 1; /* not a ZooKeeper code: bad data */
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     op->nw.counted = 1;
     op->nw.count_rc = rc;
     op->nw.count = v;
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 static void wset_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
@@ -149,44 +176,32 @@ static void wset_done(int rc, const char *value, int len, const struct Stat *st,
     (void)len;
     (void)st;
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     op->nw.wset = 1;
     op->nw.wset_rc = rc;
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 static void parent_done(int rc, const char *value, const void *data)
 {
     (void)value;
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     op->nw.parents = 1;
     if (rc != ZOK && rc != ZNODEEXISTS && op->nw.parents_rc == ZOK)
         op->nw.parents_rc = rc;
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 static void exists_done(int rc, const struct Stat *st, const void *data)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
-    zkr_client_t *c = op->c;
-    pthread_mutex_lock(&c->mu);
-    zkr__answer_locked(c, op->h, rc);
-    answered_locked(op);
+    int both = answer_lock(op, rc);
     op->nw.existed = 1;
     op->nw.exists_rc = rc;
     op->nw.ex_czxid = st ? st->czxid : 0;
     op->nw.ex_owner = st ? st->ephemeralOwner : 0;
-    zkr__aop_ready_locked(c, op);
-    pthread_mutex_unlock(&c->mu);
+    answer_unlock(op, both);
 }
 
 /* The lease sent ahead behind locks/ (the semaphore's one round trip). */
@@ -212,6 +227,7 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
     pthread_mutex_lock(&c->mu);
     zkr__aop_t *op = zkr__aop_find_locked(c, (uint64_t)(uintptr_t)ctx);
     if (op && !op->finished) {
+        pthread_mutex_lock(&op->mu);
         op->nw.look = 1;
         /* Next in line: the deletion of the very node it watches now, when
          * that node was first in the order. */
@@ -219,6 +235,7 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
             strcmp(path, op->watching) == 0)
             op->nw.gone_first = 1;
         zkr__aop_ready_locked(c, op);
+        pthread_mutex_unlock(&op->mu);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -337,16 +354,16 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     if (zkr__uuid(op->uuid) == 0)
         path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? "lease-" : op->drv->marker);
     pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&op->mu);
     free(op->cpath);
     op->cpath = path;
-    if (!path) {
-        create_local_locked(c, op, ZSYSTEMERROR);
-        pthread_mutex_unlock(&c->mu);
-        return;
-    }
     int spec = !op->in_lease && op->speculate && atomic_load(op->speculate);
-    if (op->in_lease || spec) {
+    if (!path)
+        create_local_locked(c, op, ZSYSTEMERROR);
+    else if (op->in_lease || spec)
         send_create_direct_locked(c, op, spec);
+    if (!path || op->in_lease || spec) {
+        pthread_mutex_unlock(&op->mu);
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -358,6 +375,7 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     zkr__zh_t *h = c->cur;
     if (!h || c->closing) {
         create_local_locked(c, op, ZCLOSING);
+        pthread_mutex_unlock(&op->mu);
         pthread_mutex_unlock(&c->mu);
         return;
     }
@@ -368,6 +386,7 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     op->create_inflight = 1;
     op->phase = ZKR__PH_CREATE;
     op->z = (zkr__zcreate_t){{NULL}, op->cpath, op->dir, zkr__client_acl(c), create_done, list_done, op};
+    pthread_mutex_unlock(&op->mu);
     pthread_mutex_unlock(&c->mu);
     zkr__zh_create(h, &op->z);
     zkr__client_put_handle(c, h);
@@ -394,6 +413,7 @@ static void send_list_locked(zkr_client_t *c, zkr__aop_t *op, const char *dir)
 void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     zhandle_t *zh;
+    pthread_mutex_lock(&op->mu);
     if (op->in_lease && (zh = current_locked(c, op))) {
         send_lease_look_locked(c, op, zh);
     } else if (op->in_lease) {
@@ -403,16 +423,20 @@ void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
         send_list_locked(c, op, op->dir);
     }
     sent_all_locked(c, op);
+    pthread_mutex_unlock(&op->mu);
 }
 
 void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
 {
+    pthread_mutex_lock(&op->mu);
     send_list_locked(c, op, zkr__aop_stage_dir(op));
     sent_all_locked(c, op);
+    pthread_mutex_unlock(&op->mu);
 }
 
 void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
 {
+    pthread_mutex_lock(&op->mu);
     zhandle_t *zh = current_locked(c, op);
     int zrc = zh ? zoo_aexists(zh, op->rpath, 0, exists_done, op) : ZCLOSING;
     if (zrc == ZOK) {
@@ -422,10 +446,12 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
         op->nw.exists_rc = zrc;
     }
     sent_all_locked(c, op);
+    pthread_mutex_unlock(&op->mu);
 }
 
 void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
 {
+    pthread_mutex_lock(&op->mu);
     zhandle_t *zh = current_locked(c, op);
     char *dir = strdup(zkr__aop_stage_dir(op));
     size_t n = dir ? strlen(dir) : 0;
@@ -441,6 +467,7 @@ void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
     free(dir);
     op->nw.parents = 1; /* also when nothing could be sent: look again */
     sent_all_locked(c, op);
+    pthread_mutex_unlock(&op->mu);
 }
 
 /* The data watch on the one node the driver names (wpath, taken); `first`:
@@ -450,6 +477,7 @@ void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, in
     free(op->watching);
     op->watching = wpath;
     op->watching_first = first;
+    pthread_mutex_lock(&op->mu);
     zhandle_t *zh = current_locked(c, op);
     int zrc = zh ? zoo_awget(zh, wpath, watch_fn, (void *)(uintptr_t)op->id, wset_done, op) : ZCLOSING;
     if (zrc == ZOK) {
@@ -460,4 +488,5 @@ void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, in
         sent_locked(op);
         zkr__aop_ready_locked(c, op);
     }
+    pthread_mutex_unlock(&op->mu);
 }

@@ -19,7 +19,7 @@
  * look at the directory next), the client thread never does. */
 static void drop(zkr_client_t *c, zkr__aop_t *op, zkr__node_t *n)
 {
-    if (op->blocking)
+    if (atomic_load(&op->blocking))
         zkr__node_delete(c, n);
     else
         zkr__node_delete_nowait(c, n);
@@ -383,12 +383,14 @@ static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc)
 void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
 {
     pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&op->mu);
     zkr__news_t nw = op->nw;
     memset(&op->nw, 0, sizeof op->nw);
     int finished = op->finished;
+    int inflight = op->inflight;
+    pthread_mutex_unlock(&op->mu);
     int cancel = op->cancel;
     int closing = c->closing;
-    int inflight = op->inflight;
     int usable = c->cur && zkr__usable_locked(c);
     int have_session = c->have_session;
     int64_t session = c->session_id;

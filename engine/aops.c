@@ -23,11 +23,11 @@ void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     if (op->release)
         return; /* a release is never stepped: its delete's answer ends it */
-    if (op->blocking) {
+    if (atomic_load(&op->blocking)) {
         /* Its caller steps it.  While the rest of a batch is in flight a
          * step would only park the news: wake the caller once, when the
          * last answer is in (or at once if the client closes). */
-        op->in_ready = 1;
+        op->kick = 1;
         if (op->inflight == 0 || c->closing)
             pthread_cond_signal(&op->cond);
         return;
@@ -42,6 +42,15 @@ void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
         c->aready = op;
     c->aready_tail = op;
     pthread_cond_signal(&c->wake);
+}
+
+void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look)
+{
+    pthread_mutex_lock(&op->mu);
+    if (look)
+        op->nw.look = 1;
+    zkr__aop_ready_locked(c, op);
+    pthread_mutex_unlock(&op->mu);
 }
 
 void zkr__aop_raise_fd_locked(zkr_client_t *c)
@@ -92,13 +101,19 @@ void zkr__aop_free(zkr__aop_t *op)
     free(op->rpath);
     free(op->cpath);
     pthread_cond_destroy(&op->cond);
+    pthread_mutex_destroy(&op->mu);
     free(op);
 }
 
 /* Free op if nothing will touch it any more.  c->mu held. */
 void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
 {
-    if (!op->delivered || op->inflight > 0 || op->in_ready)
+    if (!op->delivered || op->in_ready)
+        return;
+    pthread_mutex_lock(&op->mu);
+    int busy = op->inflight > 0 || op->kick;
+    pthread_mutex_unlock(&op->mu);
+    if (busy)
         return;
     if (op->prev)
         op->prev->next = op->next;
@@ -113,14 +128,17 @@ void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
 
 void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
 {
+    pthread_mutex_lock(&op->mu);
     op->finished = 1;
     op->rc = rc;
+    int blocking = atomic_load(&op->blocking);
+    if (blocking)
+        pthread_cond_signal(&op->cond); /* its caller takes the result */
+    pthread_mutex_unlock(&op->mu);
     free(op->watching);
     op->watching = NULL;
-    if (op->blocking) {
-        pthread_cond_signal(&op->cond); /* its caller takes the result */
+    if (blocking)
         return;
-    }
     op->dnext = NULL;
     if (c->adone_tail)
         c->adone_tail->dnext = op;
@@ -132,15 +150,28 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
         pthread_cond_signal(&c->wake);
 }
 
-zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
+zkr__aop_t *zkr__aop_alloc(void)
 {
     zkr__aop_t *op = calloc(1, sizeof *op);
     if (!op)
         return NULL;
-    if (zkr__cond_init(&op->cond) != 0) {
+    if (pthread_mutex_init(&op->mu, NULL) != 0) {
         free(op);
         return NULL;
     }
+    if (zkr__cond_init(&op->cond) != 0) {
+        pthread_mutex_destroy(&op->mu);
+        free(op);
+        return NULL;
+    }
+    return op;
+}
+
+zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
+{
+    zkr__aop_t *op = zkr__aop_alloc();
+    if (!op)
+        return NULL;
     op->c = t->c;
     op->sem = t->leases_dir != NULL;
     op->drv = t->drv;

@@ -38,17 +38,24 @@ static int64_t run_locked(zkr_client_t *c)
         pthread_mutex_lock(&c->mu);
         op->in_ready = 0;
         /* news that came while it stepped: again */
+        pthread_mutex_lock(&op->mu);
         if (zkr__news_any(&op->nw, op->finished))
             zkr__aop_ready_locked(c, op);
+        pthread_mutex_unlock(&op->mu);
         zkr__aop_maybe_free_locked(c, op);
     }
     int64_t now = zkr__now_ms();
     int64_t next = INT64_MAX;
     for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (op->finished || op->inflight > 0 || op->blocking || op->release)
+        if (op->finished || atomic_load(&op->blocking) || op->release)
             continue; /* a blocking acquire's caller keeps its deadline */
+        pthread_mutex_lock(&op->mu);
+        int inflight = op->inflight;
+        pthread_mutex_unlock(&op->mu);
+        if (inflight > 0)
+            continue;
         if (op->deadline <= now)
-            zkr__aop_ready_locked(c, op);
+            zkr__aop_wake_locked(c, op, 0);
         else if (op->deadline < next)
             next = op->deadline;
     }
@@ -61,10 +68,8 @@ static void state_locked(zkr_client_t *c, zkr_state_t s)
 {
     (void)s;
     for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (op->finished)
-            continue;
-        op->nw.look = 1; /* after RECONNECTED the watch may be gone: look again */
-        zkr__aop_ready_locked(c, op);
+        if (!op->finished) /* after RECONNECTED the watch may be gone: look again */
+            zkr__aop_wake_locked(c, op, 1);
     }
 }
 
@@ -72,10 +77,8 @@ static void wake_path(zkr_client_t *c, const char *path)
 {
     pthread_mutex_lock(&c->mu);
     for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (!op->finished && op->watching && strcmp(op->watching, path) == 0) {
-            op->nw.look = 1;
-            zkr__aop_ready_locked(c, op);
-        }
+        if (!op->finished && op->watching && strcmp(op->watching, path) == 0)
+            zkr__aop_wake_locked(c, op, 1);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -95,7 +98,9 @@ static void close_all(zkr_client_t *c)
         op->in_ready = 0;
         if (op->finished)
             continue;
+        pthread_mutex_lock(&op->mu);
         op->finished = 1; /* ours now */
+        pthread_mutex_unlock(&op->mu);
         pthread_mutex_unlock(&c->mu);
         /* The session is closed: its ephemeral nodes are gone. */
         zkr__track_remove(c, op->lease.track, NULL);
@@ -141,8 +146,8 @@ static void free_all(zkr_client_t *c)
 static void closing_locked(zkr_client_t *c)
 {
     for (zkr__aop_t *op = c->aops; op; op = op->next)
-        if (op->blocking && !op->finished)
-            zkr__aop_ready_locked(c, op);
+        if (atomic_load(&op->blocking) && !op->finished)
+            zkr__aop_wake_locked(c, op, 0);
 }
 
 /* The node of the acquire with this id was deleted by someone else: it
@@ -150,10 +155,8 @@ static void closing_locked(zkr_client_t *c)
 static void wake_id_locked(zkr_client_t *c, uint64_t id)
 {
     zkr__aop_t *op = zkr__aop_find_locked(c, id);
-    if (op && !op->finished) {
-        op->nw.look = 1;
-        zkr__aop_ready_locked(c, op);
-    }
+    if (op && !op->finished)
+        zkr__aop_wake_locked(c, op, 1);
 }
 
 static const zkr__hooks_t hooks = {
@@ -185,7 +188,7 @@ void zkr__async_forget(zkr_client_t *c, const void *owner)
         if (!op->taken)
             op->cancel = 1;
         if (!op->finished)
-            zkr__aop_ready_locked(c, op);
+            zkr__aop_wake_locked(c, op, 0);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -209,7 +212,7 @@ int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr
         zkr__aop_free(op);
         return rc;
     }
-    zkr__aop_ready_locked(c, op); /* the client thread sends its create, in order */
+    zkr__aop_wake_locked(c, op, 0); /* the client thread sends its create, in order */
     if (id)
         *id = op->id;
     pthread_mutex_unlock(&c->mu);
@@ -239,11 +242,9 @@ static void deliver_release(zkr_client_t *c, int rc, zkr__node_t *node, const zk
 int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, void *ctx)
 {
     zkr__async_use(c);
-    zkr__aop_t *op = calloc(1, sizeof *op);
-    if (!op || zkr__cond_init(&op->cond) != 0) {
-        free(op);
+    zkr__aop_t *op = zkr__aop_alloc();
+    if (!op)
         return ZKR_ENOMEM;
-    }
     op->c = c;
     op->release = 1;
     op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx};
@@ -269,7 +270,7 @@ int zkr_async_cancel(zkr_client_t *c, uint64_t id)
     if (rc == ZKR_OK) {
         op->cancel = 1;
         if (!op->finished)
-            zkr__aop_ready_locked(c, op);
+            zkr__aop_wake_locked(c, op, 0);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;

@@ -9,16 +9,20 @@
  * Locks, in the only order they may be taken:
  *   1. a lock object's own mutex (zkr_mutex_t.mu, ...), recipes only;
  *   2. c->mu, the client mutex;
- *   3. a handle's h->req_mu (combine.c, session.c: its registered requests
- *      and combiner queues), taken under c->mu by the asynchronous sends;
- *   4. ZooKeeper's own locks (inside zoo_a* calls).
+ *   3. an acquire's own op->mu (engine/aop.h: its news, requests in flight
+ *      and its blocking caller's wake-up; a completion for a blocking
+ *      acquire takes it alone);
+ *   4. a handle's h->req_mu (combine.c, session.c: its registered requests
+ *      and combiner queues), taken under c->mu and op->mu by the
+ *      asynchronous sends;
+ *   5. ZooKeeper's own locks (inside zoo_a* calls).
  * The program's log function may be called with c->mu held (see
  * zkr_log_fn: it must not call into the library).
  * No lock of ours is held across a synchronous ZooKeeper call or a user
  * callback.  Asynchronous zoo_a* calls may be made under c->mu: they only
  * queue the request and never run their completion before returning
  * (completions run on ZooKeeper's completion thread, which takes c->mu
- * itself). */
+ * or op->mu itself). */
 #ifndef ZKR_CORE_PRIVATE_H
 #define ZKR_CORE_PRIVATE_H
 
