@@ -115,6 +115,8 @@ struct zkr__aop {
     const void *owner;
     const zkr__zh_t *h;        /* handle of the last requests: compared, never followed */
     int cancel;
+    int timed;                 /* counted in c->aops_timed (an asynchronous
+                                  acquire until it ends) */
     int taken, delivered;
     zkr__node_t granted;       /* the node an acquire that ended ZKR_OK grants
                                   (written by the stepping thread before

@@ -137,6 +137,10 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     pthread_mutex_unlock(&op->mu);
     free(op->watching);
     op->watching = NULL;
+    if (op->timed) {
+        op->timed = 0;
+        c->aops_timed--;
+    }
     if (blocking)
         return;
     op->dnext = NULL;
@@ -199,6 +203,10 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
     if (c->closing)
         return ZKR_ECLOSED;
     op->id = ++c->next_aop_id;
+    if (!atomic_load(&op->blocking) && !op->release) {
+        op->timed = 1;
+        c->aops_timed++;
+    }
     op->prev = c->aops_tail;
     if (c->aops_tail)
         c->aops_tail->next = op;

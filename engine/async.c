@@ -46,9 +46,11 @@ static int64_t run_locked(zkr_client_t *c)
     }
     int64_t now = zkr__now_ms();
     int64_t next = INT64_MAX;
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (op->finished || atomic_load(&op->blocking) || op->release)
-            continue; /* a blocking acquire's caller keeps its deadline */
+    /* (a blocking acquire's caller keeps its deadline: with none but
+     * those, nothing to look at here) */
+    for (zkr__aop_t *op = c->aops_timed > 0 ? c->aops : NULL; op; op = op->next) {
+        if (!op->timed)
+            continue;
         pthread_mutex_lock(&op->mu);
         int inflight = op->inflight;
         pthread_mutex_unlock(&op->mu);

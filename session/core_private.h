@@ -164,6 +164,8 @@ struct zkr_client {
     /* ---- engine/async*.c: asynchronous acquires (owned by the engine;
      * the core never touches them) ---- */
     zkr__aop_t *aops, *aops_tail;   /* every one not yet freed, oldest first */
+    int aops_timed;                 /* asynchronous acquires not ended: the
+                                       client thread keeps their deadlines */
     zkr__aop_t *aready, *aready_tail; /* with something for the client thread */
     zkr__aop_t *adone, *adone_tail; /* completions waiting to be dispatched */
     int adispatch;            /* zkr_dispatch_mode_t */
