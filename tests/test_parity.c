@@ -422,36 +422,58 @@ static void each_api(scenario_fn fn, const int *kinds, size_t nkinds)
         }
 }
 
+/* ---- an acquire waiting behind another client's hold -------------------------------- */
+
+typedef struct waiting {
+    char path[128], dir[160];
+    zkr_client_t *c, *other;
+    zhandle_t *zh;
+    blocker_t b;
+    worker_t w; /* the waiter, on c */
+} waiting_t;
+
+/* The worker's acquire (no deadline) waits: its node is made and its
+ * watch set, behind a blocking hold of another client. */
+static void waiting_start(waiting_t *s, const api_t *api, int kind, const char *name)
+{
+    zkt_path(name, s->path, sizeof s->path);
+    node_dir(kind, s->path, s->dir, sizeof s->dir);
+    s->c = zkt_client(SESSION_MS);
+    s->other = zkt_client(SESSION_MS);
+    s->zh = zkt_raw();
+    blocker_take(&s->b, s->other, kind, s->path);
+    worker_start(&s->w, api, s->c, kind, s->path, 1);
+    worker_post(&s->w, W_ACQUIRE, -1);
+    CU_ASSERT_FATAL(zkt_wait_children(s->zh, s->dir, 2, WAIT_MS));
+    CU_ASSERT(waiters_settled(kind, s->path, 1));
+    CU_ASSERT_EQUAL(worker_done(&s->w), 0);
+}
+
+/* After blocker_drop. */
+static void waiting_end(waiting_t *s)
+{
+    worker_stop(&s->w);
+    zkt_raw_close(s->zh);
+    zkr_client_close(s->other);
+    zkr_client_close(s->c);
+}
+
 /* ---- outside deletion of a waiting acquire's node: ZKR_EDELETED at once ------------- */
 
 static void deleted_while_waiting(const api_t *api, int kind)
 {
-    char path[128], dir[160], victim[512];
-    zkt_path("par-deleted", path, sizeof path);
-    node_dir(kind, path, dir, sizeof dir);
-    zkr_client_t *c = zkt_client(SESSION_MS), *other = zkt_client(SESSION_MS);
-    zhandle_t *zh = zkt_raw();
-    blocker_t b;
-    blocker_take(&b, other, kind, path);
-    worker_t w;
-    worker_start(&w, api, c, kind, path, 1);
-    worker_post(&w, W_ACQUIRE, -1);
-    /* the waiter's node, then its watch: it waits */
-    CU_ASSERT_FATAL(zkt_wait_children(zh, dir, 2, WAIT_MS));
-    CU_ASSERT(waiters_settled(kind, path, 1));
-    CU_ASSERT_FATAL(newest_child(zh, dir, victim, sizeof victim));
-    CU_ASSERT_EQUAL(worker_done(&w), 0);
-    CU_ASSERT_EQUAL(zoo_delete(zh, victim, -1), ZOK);
+    waiting_t s;
+    waiting_start(&s, api, kind, "par-deleted");
+    char victim[512];
+    CU_ASSERT_FATAL(newest_child(s.zh, s.dir, victim, sizeof victim));
+    CU_ASSERT_EQUAL(zoo_delete(s.zh, victim, -1), ZOK);
     /* told while the blocker still holds: no session timeout, no deadline */
-    CU_ASSERT(worker_wait(&w, AT_ONCE_MS));
-    CU_ASSERT_EQUAL(w.rc, ZKR_EDELETED);
-    CU_ASSERT(w.h.hold == NULL && w.h.lease == NULL);
-    CU_ASSERT(zkt_wait_children(zh, dir, 1, WAIT_MS)); /* the blocker's alone */
-    blocker_drop(&b);
-    worker_stop(&w);
-    zkt_raw_close(zh);
-    zkr_client_close(other);
-    zkr_client_close(c);
+    CU_ASSERT(worker_wait(&s.w, AT_ONCE_MS));
+    CU_ASSERT_EQUAL(s.w.rc, ZKR_EDELETED);
+    CU_ASSERT(s.w.h.hold == NULL && s.w.h.lease == NULL);
+    CU_ASSERT(zkt_wait_children(s.zh, s.dir, 1, WAIT_MS)); /* the blocker's alone */
+    blocker_drop(&s.b);
+    waiting_end(&s);
 }
 
 static void test_deleted_while_waiting(void)
@@ -464,37 +486,24 @@ static void test_deleted_while_waiting(void)
 
 static void session_lost_while_waiting(const api_t *api, int kind)
 {
-    char path[128], dir[160];
-    zkt_path("par-lost", path, sizeof path);
-    node_dir(kind, path, dir, sizeof dir);
-    zkr_client_t *c = zkt_client(SESSION_MS), *other = zkt_client(SESSION_MS);
-    zhandle_t *zh = zkt_raw();
-    blocker_t b;
-    blocker_take(&b, other, kind, path);
-    worker_t w;
-    worker_start(&w, api, c, kind, path, 1);
-    worker_post(&w, W_ACQUIRE, -1);
-    CU_ASSERT_FATAL(zkt_wait_children(zh, dir, 2, WAIT_MS));
-    CU_ASSERT(waiters_settled(kind, path, 1));
-    zkt_expire_client(c, SESSION_MS);
-    CU_ASSERT(worker_wait(&w, WAIT_MS));
-    CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
-    CU_ASSERT(w.h.hold == NULL && w.h.lease == NULL);
-    CU_ASSERT(zkt_wait_children(zh, dir, 1, WAIT_MS));
+    waiting_t s;
+    waiting_start(&s, api, kind, "par-lost");
+    zkt_expire_client(s.c, SESSION_MS);
+    CU_ASSERT(worker_wait(&s.w, WAIT_MS));
+    CU_ASSERT_EQUAL(s.w.rc, ZKR_ESESSIONLOST);
+    CU_ASSERT(s.w.h.hold == NULL && s.w.h.lease == NULL);
+    CU_ASSERT(zkt_wait_children(s.zh, s.dir, 1, WAIT_MS));
     if (kind == K_SMUTEX || kind == K_LEASE) {
         char locks[160];
-        snprintf(locks, sizeof locks, "%s/locks", path);
-        CU_ASSERT(zkt_wait_children(zh, locks, 0, WAIT_MS));
+        snprintf(locks, sizeof locks, "%s/locks", s.path);
+        CU_ASSERT(zkt_wait_children(s.zh, locks, 0, WAIT_MS));
     }
     /* the new session acquires once the blocker is gone */
-    blocker_drop(&b);
-    CU_ASSERT_EQUAL(worker_do(&w, W_ACQUIRE, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(worker_do(&w, W_RELEASE, 0), ZKR_OK);
-    CU_ASSERT(zkt_wait_children(zh, dir, 0, WAIT_MS));
-    worker_stop(&w);
-    zkt_raw_close(zh);
-    zkr_client_close(other);
-    zkr_client_close(c);
+    blocker_drop(&s.b);
+    CU_ASSERT_EQUAL(worker_do(&s.w, W_ACQUIRE, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(worker_do(&s.w, W_RELEASE, 0), ZKR_OK);
+    CU_ASSERT(zkt_wait_children(s.zh, s.dir, 0, WAIT_MS));
+    waiting_end(&s);
 }
 
 static void test_session_lost_while_waiting(void)
