@@ -4,7 +4,9 @@
  * 1,000 pending acquires in one poll loop (FIFO, no thread added, one watch
  * each, heap per pending acquire printed); session LOST while pending;
  * close while pending; the client-thread dispatch mode; freeing the object;
- * blocking and asynchronous holders across processes never overlap. */
+ * blocking and asynchronous holders across processes never overlap; on the
+ * client thread, undoing a grant cancelled before delivery never waits on
+ * the network. */
 #include <malloc.h>
 #include <dirent.h>
 #include <poll.h>
@@ -18,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
 #define SESSION_MS 10000
@@ -833,6 +836,129 @@ static void test_release_async(void)
     zkr_client_close(other);
 }
 
+/* ---- the client thread never waits on the network -------------------------------------- */
+
+/* A completion record written on the client thread, read by the test's. */
+typedef struct stamp {
+    atomic_int calls;
+    atomic_int rc;
+    atomic_int got_hold;
+    atomic_llong at; /* zkt_now_ms() when it ran */
+} stamp_t;
+
+static void on_release_ignored(int rc, void *ctx)
+{
+    (void)rc;
+    (void)ctx;
+}
+
+static void on_stamp(int rc, zkr_hold_t *hold, void *ctx)
+{
+    stamp_t *s = ctx;
+    atomic_store(&s->at, (long long)zkt_now_ms());
+    atomic_store(&s->rc, rc);
+    atomic_store(&s->got_hold, hold != NULL);
+    if (hold)
+        zkr_hold_release_async(hold, on_release_ignored, NULL);
+    atomic_fetch_add(&s->calls, 1);
+}
+
+static int stamp_called(void *arg)
+{
+    return atomic_load(&((stamp_t *)arg)->calls) > 0;
+}
+
+static int one_waiter_watch(void *dir)
+{
+    return zkt_waiter_watches_under(dir) == 1;
+}
+
+/* Issue 20, risk 2.  In ZKR_DISPATCH_THREAD mode a grant cancelled before
+ * its delivery is undone on the client thread: its delete must go out
+ * without waiting for the answer (the client thread never waits on the
+ * network), here with the link stalled so that no answer can come.  The
+ * cancelled grant's own ECANCELED, and the cancel of another acquire
+ * queued on another lock (work of the client thread alone: nothing it
+ * needs from the server), are delivered before ZKR_RELEASE_WAIT_MS, the
+ * time a release may wait for its delete: that bound is the contract
+ * ("does not wait on the network"), not a speed.  On the old engine
+ * (9c4aadb) the undo was zkr_hold_release on the client thread, which
+ * waits for the answer up to ZKR_RELEASE_WAIT_MS: both came after it. */
+static void test_thread_undo_never_waits(void)
+{
+    char pg[128], pq[128];
+    zkt_path("undo-granted", pg, sizeof pg);
+    zkt_path("undo-queued", pq, sizeof pq);
+    zhandle_t *zh = zkt_raw();
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    /* SESSION_MS: the stalled link is given up only after 2/3 of it, long
+     * after ZKR_RELEASE_WAIT_MS */
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS), *other = zkt_client(SESSION_MS);
+    zkr_mutex_t *mg, *mq, *om;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mg, c, pg), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mq, c, pq), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&om, other, pq), ZKR_OK);
+
+    /* q queues behind another client's hold, its watch set and answered
+     * (the participants' listing is one more round trip on the same link,
+     * answered after it): nothing of q's is in flight */
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(om, WAIT_MS), ZKR_OK);
+    stamp_t q, g;
+    memset(&q, 0, sizeof q);
+    memset(&g, 0, sizeof g);
+    uint64_t qid = 0, gid = 0;
+    CU_ASSERT_EQUAL_FATAL(zkr_lock_acquire_async(zkr_mutex_ref(mq), -1, on_stamp, &q, &qid), ZKR_OK);
+    CU_ASSERT(zkt_wait_children(zh, pq, 2, WAIT_MS));
+    CU_ASSERT(zkt_wait_for(one_waiter_watch, pq, WAIT_MS));
+    char **parts = NULL;
+    size_t np = 0;
+    CU_ASSERT_EQUAL(zkr_mutex_participants(mq, &parts, &np), ZKR_OK);
+    CU_ASSERT_EQUAL(np, 2);
+    zkr_strings_free(parts, np);
+
+    /* g is granted and waits for its delivery (nobody dispatches yet),
+     * then is cancelled: its undo is now due */
+    CU_ASSERT_EQUAL_FATAL(zkr_lock_acquire_async(zkr_mutex_ref(mg), WAIT_MS, on_stamp, &g, &gid), ZKR_OK);
+    CU_ASSERT_FATAL(fd_readable(c, WAIT_MS));
+    CU_ASSERT_EQUAL(zkt_count_children(zh, pg), 1);
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, gid), ZKR_OK);
+
+    /* the link stalls; completions move to the client thread */
+    CU_ASSERT_EQUAL_FATAL(zkt_proxy_stall(px, 1), 0);
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, qid), ZKR_OK);
+    CU_ASSERT(zkt_wait_for(stamp_called, &g, WAIT_MS));
+    CU_ASSERT(zkt_wait_for(stamp_called, &q, WAIT_MS));
+    long long gms = atomic_load(&g.at) - t0, qms = atomic_load(&q.at) - t0;
+    printf("\n    cancelled grant delivered after %lld ms, cancelled waiter after %lld ms ", gms, qms);
+    CU_ASSERT_EQUAL(atomic_load(&g.rc), ZKR_ECANCELED);
+    CU_ASSERT_EQUAL(atomic_load(&q.rc), ZKR_ECANCELED);
+    CU_ASSERT_EQUAL(atomic_load(&g.got_hold) + atomic_load(&q.got_hold), 0);
+    CU_ASSERT(gms < ZKR_RELEASE_WAIT_MS);
+    CU_ASSERT(qms < ZKR_RELEASE_WAIT_MS);
+    /* the stall held the undo's delete: its node was still there */
+    CU_ASSERT_EQUAL(zkt_count_children(zh, pg), 1);
+
+    /* the link moves again: the deletes finish in the background */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    CU_ASSERT(zkt_wait_children(zh, pg, 0, WAIT_MS));
+    CU_ASSERT(zkt_wait_children(zh, pq, 1, WAIT_MS)); /* the other client's hold */
+    CU_ASSERT_EQUAL(zkr_mutex_release(om), ZKR_OK);
+    CU_ASSERT(zkt_wait_children(zh, pq, 0, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&g.calls), 1);
+    CU_ASSERT_EQUAL(atomic_load(&q.calls), 1);
+
+    zkr_mutex_free(mg);
+    zkr_mutex_free(mq);
+    zkr_mutex_free(om);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    zkr_client_close(other);
+    zkt_proxy_stop(px);
+    zkt_raw_close(zh);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("async", NULL, NULL);
@@ -849,6 +975,8 @@ static void add_suites(void)
     CU_add_test(s, "blocking and async holders across processes never overlap", test_mixed_processes);
     CU_add_test(s, "releases without waiting: a completion, never inside the call; ELOST; at close",
                 test_release_async);
+    CU_add_test(s, "client thread: undoing a grant cancelled before delivery never waits on the network",
+                test_thread_undo_never_waits);
 }
 
 int main(void)

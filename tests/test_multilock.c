@@ -1,13 +1,15 @@
 /* zkr_lock_* (the common lock interface) and zkr_multilock against a real
  * server: all-or-nothing acquire over mixed kinds, one deadline for the
  * whole acquire, release in reverse order that releases every part and
- * reports the first error, and bad arguments. */
+ * reports the first error, bad arguments, and close racing an acquire whose
+ * nodes were sent ahead on a handle that a session rebuild retired. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
 #define SESSION_MS 4000
@@ -953,6 +955,133 @@ static void test_release_refused_multi(void)
     zkt_raw_close(raw);
 }
 
+/* ---- close racing an acquire's nodes sent ahead, after a rebuild ------------------- */
+
+/* Persistent directories (a container could be reaped under a test that
+ * needs its lock directory to exist before the first create). */
+static void make_dir(zhandle_t *zh, const char *path)
+{
+    int rc = zoo_create(zh, "/zkr-test", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT(rc == ZOK || rc == ZNODEEXISTS);
+    rc = zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT_FATAL(rc == ZOK || rc == ZNODEEXISTS);
+}
+
+typedef struct close_race {
+    zkr_multilock_t *ml;
+    zkr_client_t *closed; /* the client closed under the acquire */
+    int acquire_rc, close_rc;
+    atomic_int acquired, close_done;
+} close_race_t;
+
+static void *race_acquire_main(void *arg)
+{
+    close_race_t *r = arg;
+    r->acquire_rc = zkr_multilock_acquire(r->ml, LONG_WAIT_MS);
+    atomic_store(&r->acquired, 1);
+    return NULL;
+}
+
+static void *race_close_main(void *arg)
+{
+    close_race_t *r = arg;
+    r->close_rc = zkr_client_close(r->closed);
+    atomic_store(&r->close_done, 1);
+    return NULL;
+}
+
+/* Issue 20, risk 1.  A multi-lock sends its parts' creates ahead (one
+ * multi per client) and takes the answers in order: part 0's client (a)
+ * is stalled, so the nodes sent ahead on client b, already created, keep
+ * their handle until a's answer comes.  b's session is then ended from
+ * outside and rebuilt (that handle is retired while still referenced),
+ * and b is closed.  Close must wait for those references (the sends ahead
+ * are inside the client) rather than free the retired handle under them,
+ * return within a bound (a's own link gives the stalled create up within
+ * 2/3 of its session timeout), and the acquire must end with ZKR_ECLOSED
+ * (part 1's client is closed) with nothing left held.  On the old engine
+ * (9c4aadb) close freed the retired handle at once and the acquire then
+ * used it: a heap use-after-free under ASan or valgrind. */
+#define RACE_A_SESSION_MS 10000
+static void test_close_races_sent_ahead_after_rebuild(void)
+{
+    char pa[128], pb1[128], pb2[128];
+    zkt_path("ml-race-a", pa, sizeof pa);
+    zkt_path("ml-race-b1", pb1, sizeof pb1);
+    zkt_path("ml-race-b2", pb2, sizeof pb2);
+    zhandle_t *raw = zkt_raw();
+    make_dir(raw, pa);
+    make_dir(raw, pb1);
+    make_dir(raw, pb2);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = zkt_client_at(zkt_proxy_hosts(px), RACE_A_SESSION_MS);
+    zkr_client_t *b = zkt_client(SESSION_MS);
+    zkr_mutex_t *ma, *mb1, *mb2;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&ma, a, pa), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb1, b, pb1), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&mb2, b, pb2), ZKR_OK);
+    zkr_lock_ref_t parts[3] = {zkr_mutex_ref(ma), zkr_mutex_ref(mb1), zkr_mutex_ref(mb2)};
+    close_race_t r;
+    memset(&r, 0, sizeof r);
+    r.closed = b;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&r.ml, parts, 3), ZKR_OK);
+
+    /* a's link stalls: its create goes into the stall; b's are answered */
+    CU_ASSERT_EQUAL_FATAL(zkt_proxy_stall(px, 1), 0);
+    pthread_t acq, closer;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&acq, NULL, race_acquire_main, &r), 0);
+    CU_ASSERT_FATAL(zkt_wait_children(raw, pb1, 1, POLL_MS));
+    CU_ASSERT_FATAL(zkt_wait_children(raw, pb2, 1, POLL_MS));
+    CU_ASSERT(zkt_proxy_held(px) > 0);
+    CU_ASSERT_EQUAL(atomic_load(&r.acquired), 0);
+
+    /* b's session ends and is rebuilt: the handle the nodes were sent on
+     * is retired (their ephemeral nodes go with the old session) */
+    zkt_expire_client(b, SESSION_MS);
+    CU_ASSERT(zkt_wait_children(raw, pb1, 0, POLL_MS));
+    CU_ASSERT(zkt_wait_children(raw, pb2, 0, POLL_MS));
+    CU_ASSERT_EQUAL(atomic_load(&r.acquired), 0);
+
+    /* close b while the acquire still holds that handle */
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&closer, NULL, race_close_main, &r), 0);
+    CU_ASSERT(zkt_wait_for(zkt_flag_set, &r.close_done, RACE_A_SESSION_MS + POLL_MS));
+    int64_t close_ms = zkt_now_ms() - t0;
+    printf("\n    close returned after %lld ms ", (long long)close_ms);
+    if (!atomic_load(&r.close_done)) {
+        /* leave the threads be: the process is failing anyway */
+        CU_FAIL_FATAL("zkr_client_close did not return");
+    }
+    pthread_join(closer, NULL);
+    CU_ASSERT_EQUAL(r.close_rc, ZKR_OK);
+
+    /* a's link moves again: the acquire ends, refused by the closed part */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    CU_ASSERT(zkt_wait_for(zkt_flag_set, &r.acquired, LONG_WAIT_MS));
+    if (!atomic_load(&r.acquired))
+        CU_FAIL_FATAL("the multi-lock acquire did not return");
+    pthread_join(acq, NULL);
+    CU_ASSERT_EQUAL(r.acquire_rc, ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkr_mutex_is_held(ma), 0);
+    CU_ASSERT_EQUAL(zkr_multilock_is_held(r.ml), 0);
+    /* nothing left: a's part was rolled back, b's nodes went with b */
+    CU_ASSERT(zkt_wait_children(raw, pa, 0, POLL_MS));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pb1), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pb2), 0);
+
+    zkr_multilock_free(r.ml);
+    zkr_mutex_free(ma);
+    zkr_mutex_free(mb1);
+    zkr_mutex_free(mb2);
+    zkr_client_close(a);
+    zkt_proxy_stop(px);
+    zoo_delete(raw, pa, -1);
+    zoo_delete(raw, pb1, -1);
+    zoo_delete(raw, pb2, -1);
+    zkt_raw_close(raw);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("lock interface", NULL, NULL);
@@ -970,6 +1099,8 @@ static void add_suites(void)
                 test_one_transaction_per_client);
     CU_add_test(m, "one transaction of creates through a chroot", test_one_transaction_chroot);
     CU_add_test(m, "a refused multi of deletes: every part deleted on its own", test_release_refused_multi);
+    CU_add_test(m, "close racing the nodes sent ahead on a handle a rebuild retired",
+                test_close_races_sent_ahead_after_rebuild);
 }
 
 int main(void)
