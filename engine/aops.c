@@ -41,7 +41,7 @@ void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
     else
         c->aready = op;
     c->aready_tail = op;
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
 }
 
 void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look)
@@ -151,7 +151,7 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     c->adone_tail = op;
     zkr__aop_raise_fd_locked(c);
     if (c->adispatch == ZKR_DISPATCH_THREAD)
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
 }
 
 zkr__aop_t *zkr__aop_alloc(void)

@@ -287,7 +287,7 @@ int zkr_client_set_dispatch(zkr_client_t *c, zkr_dispatch_mode_t mode)
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
     if (rc == ZKR_OK) {
         c->adispatch = mode;
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;

@@ -156,6 +156,7 @@ static void *client_main(void *arg)
     zkr_client_t *c = arg;
     pthread_mutex_lock(&c->mu);
     while (!c->closing) {
+        c->woken = 0; /* what comes from here on is seen below */
         zkr__session_process_locked(c);
         int64_t next = zkr__session_tick_locked(c);
         if (c->closing)
@@ -177,7 +178,9 @@ static void *client_main(void *arg)
             next = d;
         if (c->hooks && (d = c->hooks->run_locked(c)) < next)
             next = d;
-        if (!work_pending_locked(c) && !c->closing)
+        /* A wake that came while c->mu was dropped in this round (a step,
+         * a callback) may have changed a timer read above: another round. */
+        if (!c->woken && !work_pending_locked(c) && !c->closing)
             zkr__cond_wait_until(&c->wake, &c->mu, next);
     }
     pthread_mutex_unlock(&c->mu);
@@ -392,7 +395,7 @@ int zkr_client_close(zkr_client_t *c)
     if (c->hooks)
         c->hooks->closing_locked(c); /* blocked callers leave */
     pthread_cond_broadcast(&c->cond);
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
     while (c->users > 0)
         pthread_cond_wait(&c->cond, &c->mu);
     pthread_mutex_unlock(&c->mu);

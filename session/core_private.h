@@ -110,6 +110,9 @@ struct zkr_client {
     pthread_cond_t cond;      /* a state reached, users or handle refs
                                  drained, a callback finished */
     pthread_cond_t wake;      /* the client thread has work */
+    int woken;                /* wake signalled since the client thread
+                                 last began a round (it may have been
+                                 busy, not waiting, when it came) */
 
     /* ---- session.c ---- */
     zkr__zh_t *cur;           /* current handle (NULL once closed) */
@@ -184,6 +187,14 @@ struct zkr_client {
     uint64_t next_id;         /* ids of subscriptions, tracks, deletes */
 
 };
+
+/* Give the client thread work (c->mu held): it runs a round now, or when
+ * it is done with the one it is in (never sleeps on a wake it missed). */
+static inline void zkr__wake_locked(zkr_client_t *c)
+{
+    c->woken = 1;
+    pthread_cond_signal(&c->wake);
+}
 
 /* Tests only (never set by the library): called by the rebuild between
  * making the new handle and making it current, to widen that window. */

@@ -60,7 +60,7 @@ static void add_delete(zkr_client_t *c, const char *path, const char *prefix, in
     d->id = ++c->next_id;
     d->next = c->deletes;
     c->deletes = d;
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -121,7 +121,7 @@ static zkr__pending_delete_t *settle(const delete_op_t *op, int zrc)
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     zkr__pending_delete_t *d = settle_locked(c, op, zrc);
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
     pthread_mutex_unlock(&c->mu);
     return d;
 }

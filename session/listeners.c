@@ -55,7 +55,7 @@ int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx)
     }
     l->removed = 1; /* stays linked (the runner may be walking past it) */
     zkr__callback_wait_locked(c, l);
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
     pthread_mutex_unlock(&c->mu);
     return ZKR_OK;
 }

@@ -35,7 +35,7 @@ static void session_watcher(zhandle_t *zh, int type, int state, const char *path
         } else {
             c->raw_overflow = 1;
         }
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -191,7 +191,7 @@ void zkr__client_put_handle(zkr_client_t *c, zkr__zh_t *h)
         return;
     pthread_mutex_lock(&c->mu);
     if (--h->refs <= 1) {
-        pthread_cond_signal(&c->wake);     /* a retired handle can be closed */
+        zkr__wake_locked(c);     /* a retired handle can be closed */
         pthread_cond_broadcast(&c->cond);  /* close waits for the current one */
     }
     pthread_mutex_unlock(&c->mu);
@@ -294,7 +294,7 @@ void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc)
         return; /* already known */
     zkr__session_process_locked(c); /* earlier events first, in order */
     apply_locked(c, zkr__sm_step(&c->sm, ZOO_EXPIRED_SESSION_STATE));
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
 }
 
 int zkr__zh_answer(zhandle_t *zh, int zrc)

@@ -51,7 +51,7 @@ void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path)
     else
         c->sev_head = e;
     c->sev_tail = e;
-    pthread_cond_signal(&c->wake);
+    zkr__wake_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 

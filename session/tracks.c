@@ -78,7 +78,7 @@ static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
     if (t->held && t->state != ZKR_HOLD_LOST) {
         t->state = ZKR_HOLD_LOST;
         c->tracks_dirty = 1;
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
         zkr__log(c, ZKR_LOG_WARN, "lock node %s was deleted by another session: hold LOST", t->path);
     }
     if (t->waiter && c->hooks)
@@ -157,7 +157,7 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t 
      * later than this node's due time (once per batch, not per node). */
     if (c->track_timer_at > t->created + ZKR__SELF_WATCH_DELAY_MS) {
         c->track_timer_at = t->created + ZKR__SELF_WATCH_DELAY_MS;
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     *out = t;
@@ -217,7 +217,7 @@ void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ct
     t->state = initial_state_locked(c, t);
     if (t->state != t->told) {
         c->tracks_dirty = 1; /* the listener hears how the hold begins */
-        pthread_cond_signal(&c->wake);
+        zkr__wake_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -297,7 +297,7 @@ static void verify_done(int rc, const struct Stat *st, const void *data)
          * RECONNECTED asks again */
         if (t->state != ZKR_HOLD_IN_DOUBT) {
             c->tracks_dirty = 1;
-            pthread_cond_signal(&c->wake);
+            zkr__wake_locked(c);
         }
     }
     pthread_mutex_unlock(&c->mu);
