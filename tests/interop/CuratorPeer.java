@@ -265,8 +265,16 @@ public class CuratorPeer {
         }
     }
 
-    public static void main(String[] args) throws Exception {
-        hosts = args[0];
+    /** What a peer does with one command line: its answer line. */
+    interface Handler {
+        String handle(CuratorFramework main, String[] words) throws Exception;
+    }
+
+    /** The line loop of every peer: connect, print READY, answer each
+     * command with one line until "quit" or the end of stdin, then run
+     * atQuit and exit. */
+    static void serve(String hostsArg, Handler h, Runnable atQuit) throws Exception {
+        hosts = hostsArg;
         CuratorFramework main = newClient();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         System.out.println("READY");
@@ -280,16 +288,22 @@ public class CuratorPeer {
                 break;
             String answer;
             try {
-                answer = handle(main, line.split(" "));
+                answer = h.handle(main, line.split(" "));
             } catch (Throwable t) {
                 answer = "ERROR " + t.toString().replace('\n', ' ');
             }
             System.out.println(answer);
             System.out.flush();
         }
-        for (Holder h : holders.values())
-            h.releaseNow.countDown();
+        atQuit.run();
         main.close();
         System.exit(0);
+    }
+
+    public static void main(String[] args) throws Exception {
+        serve(args[0], CuratorPeer::handle, () -> {
+            for (Holder h : holders.values())
+                h.releaseNow.countDown();
+        });
     }
 }
