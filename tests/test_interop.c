@@ -14,42 +14,19 @@
 #include "tests/interop/jpeer.h"
 
 #define SESSION_MS 10000
-#define REPLY_MS 60000
 
 /* ---- the Java peer (tests/interop/CuratorPeer.java) ----------------------------------- */
 
-static jpeer_t *java;
-
-/* Send a command, return the answer (malloc'd; "NO ANSWER" on timeout). */
-static char *jcmd(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *r = jpeer_vcmd(java, REPLY_MS, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-/* Send and compare the answer. */
-static int jis(const char *want, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int ok = jpeer_vis(java, REPLY_MS, want, fmt, ap);
-    va_end(ap);
-    return ok;
-}
-
 static int suite_init(void)
 {
-    java = jpeer_start("CuratorPeer");
-    return java ? 0 : 1;
+    jpeer_java = jpeer_start("CuratorPeer");
+    return jpeer_java ? 0 : 1;
 }
 
 static int suite_clean(void)
 {
-    jpeer_stop(java);
-    java = NULL;
+    jpeer_stop(jpeer_java);
+    jpeer_java = NULL;
     return 0;
 }
 
@@ -189,7 +166,7 @@ static void test_mutex_shared_counter(void)
                           1);
     CU_ASSERT_EQUAL_FATAL(zoo_create(raw, counter, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     /* The Java side increments while the C threads do. */
-    CU_ASSERT_EQUAL_FATAL(jpeer_send(java, "counter %s %s %d", lock, counter, JAVA_N), 0);
+    CU_ASSERT_EQUAL_FATAL(jpeer_send(jpeer_java, "counter %s %s %d", lock, counter, JAVA_N), 0);
     zkr_client_t *cs[C_THREADS];
     incr_t args[C_THREADS];
     pthread_t ts[C_THREADS];
@@ -204,7 +181,7 @@ static void test_mutex_shared_counter(void)
         CU_ASSERT_EQUAL(args[i].errors, 0);
         zkr_client_close(cs[i]);
     }
-    char *r = jpeer_line(java, 180000);
+    char *r = jpeer_line(jpeer_java, 180000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_STRING_EQUAL(r, "OK 0"); /* Java saw no overlap either */
     free(r);

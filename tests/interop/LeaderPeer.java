@@ -67,6 +67,7 @@ public class LeaderPeer {
         LeaderLatch latch;
         LeaderSelector selector;
         final AtomicBoolean leading = new AtomicBoolean();
+        final AtomicBoolean hadTerm = new AtomicBoolean(); // a selector's callback ran
         volatile CountDownLatch resign = new CountDownLatch(1);
         final CountDownLatch termOver = new CountDownLatch(1);
 
@@ -92,7 +93,8 @@ public class LeaderPeer {
             } else {
                 resign.countDown();
                 selector.close();
-                termOver.await(10, TimeUnit.SECONDS);
+                if (hadTerm.get())
+                    termOver.await(10, TimeUnit.SECONDS);
             }
             client.close();
         }
@@ -197,6 +199,7 @@ public class LeaderPeer {
             Member m = new Member(w[1]);
             m.selector = new LeaderSelector(m.client, w[2], new LeaderSelectorListener() {
                 public void takeLeadership(CuratorFramework cf) {
+                    m.hadTerm.set(true);
                     m.begin();
                     try {
                         m.resign.await();

@@ -171,6 +171,26 @@ char *jpeer_vcmd(jpeer_t *p, int timeout_ms, const char *fmt, va_list ap)
     return cmd_line(p, timeout_ms, line);
 }
 
+jpeer_t *jpeer_java;
+
+char *jcmd(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *r = jpeer_vcmd(jpeer_java, JPEER_REPLY_MS, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int jis(const char *want, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int ok = jpeer_vis(jpeer_java, JPEER_REPLY_MS, want, fmt, ap);
+    va_end(ap);
+    return ok;
+}
+
 int jpeer_vis(jpeer_t *p, int timeout_ms, const char *want, const char *fmt, va_list ap)
 {
     char line[2048];

@@ -29,6 +29,13 @@ char *jpeer_vcmd(jpeer_t *p, int timeout_ms, const char *fmt, va_list ap);
 /* Send a command; 1 if the answer is want, else 0 (both printed). */
 int jpeer_vis(jpeer_t *p, int timeout_ms, const char *want, const char *fmt, va_list ap);
 
+/* The suite's peer, and commands to it answered within JPEER_REPLY_MS:
+ * jcmd returns the answer (malloc'd), jis 1 if it is want. */
+#define JPEER_REPLY_MS 60000
+extern jpeer_t *jpeer_java;
+char *jcmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int jis(const char *want, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* 1 if name is _c_<uuid>-<marker><10 digits>, as Curator names nodes. */
 int jpeer_curator_name(const char *name, const char *marker);
 /* v[0..n) as one space-separated line (malloc'd), "-" when n is 0: the
