@@ -128,7 +128,8 @@ static void test_usage(void)
 static int suite_init(void)
 {
     zoo_set_debug_level((ZooLogLevel)0);
-    snprintf(out_file, sizeof out_file, "%s/scheduler.out", getenv("ZKR_TEST_ZKDIR") ? getenv("ZKR_TEST_ZKDIR") : "/tmp");
+    const char *dir = getenv("ZKR_TEST_ZKDIR");
+    snprintf(out_file, sizeof out_file, "%s/scheduler.out", dir ? dir : "/tmp");
     return access(example_bin(), X_OK) == 0 ? 0 : 1;
 }
 
