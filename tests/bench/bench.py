@@ -323,14 +323,15 @@ def leader_table(lplan, results, whys):
     and the median of the per-round ratios peer / zkrecipes."""
     out = ["", "Leader election (lower is better; ratio = peer / zkrecipes per round, median, the per-round "
            "ratios in brackets: > 1 means zkrecipes took less time):", "",
-           "| scenario | peer | zkrecipes p50 / p99 ms | peer p50 / p99 ms | ratio p50 | ratio p99 | samples zkr / peer |",
-           "|---|---|---|---|---|---|---|"]
+           "| scenario | peer | zkrecipes p50 / p99 ms | peer p50 / p99 ms | ratio p50 | ratio p99 | samples zkr / peer "
+           "| req/op zkr / peer |",
+           "|---|---|---|---|---|---|---|---|"]
     for scen, desc, peers in lplan:
         z = results.get((scen, "zkr"), [])
         for impl in peers:
             p = results.get((scen, impl), [])
             if not any(p) or not any(z):
-                out.append("| %s | %s | %s | n/a: %s | - | - | - |" % (
+                out.append("| %s | %s | %s | n/a: %s | - | - | - | - |" % (
                     desc, PEER_NAMES[impl], "n/a: " + whys.get((scen, "zkr"), "") if not any(z) else "-",
                     whys.get((scen, impl), "no result")[:80].replace("|", "/")))
                 continue
@@ -339,14 +340,16 @@ def leader_table(lplan, results, whys):
                 rr = [float(b[key]) / float(a[key]) for a, b in zip(z, p)
                       if a and b and float(a[key]) > 0]
                 cols.append("**%s** (%s)" % (fmt(med(rr), 2) + "x" if rr else "-", " ".join("%.2f" % x for x in rr)))
-            out.append("| %s | %s | %s / %s | %s / %s | %s | %s | %s / %s |" % (
+            out.append("| %s | %s | %s / %s | %s / %s | %s | %s | %s / %s | %s / %s |" % (
                 desc, PEER_NAMES[impl],
                 fmt(med([float(r["p50_ms"]) for r in z if r]), 2), fmt(med([float(r["p99_ms"]) for r in z if r]), 2),
                 fmt(med([float(r["p50_ms"]) for r in p if r]), 2), fmt(med([float(r["p99_ms"]) for r in p if r]), 2),
                 cols[0], cols[1] if "join" not in scen else "-",
-                fmt(med([float(r["ops"]) for r in z if r])), fmt(med([float(r["ops"]) for r in p if r]))))
+                fmt(med([float(r["ops"]) for r in z if r])), fmt(med([float(r["ops"]) for r in p if r])),
+                fmt(med([r.get("req_per_op") for r in z if r]), 2), fmt(med([r.get("req_per_op") for r in p if r]), 2)))
     out.append("")
-    out.append("(join rows: p50 and p99 are the one join time of each run.)")
+    out.append("(join rows: p50 and p99 are the one join time of each run. req/op: requests the server received "
+               "per hand-over, or per participant joined, set-up included.)")
     return out
 
 
@@ -443,10 +446,11 @@ def main():
                  "CPU us/op: CPU time (user + system) of the client process, and of the ZooKeeper server, "
                  "per cycle (whole process, set-up included: an upper bound)")
     lines.append("")
-    lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
-                 "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
-                 "server CPU us/op zkr / peer |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    if plan:
+        lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
+                     "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
+                     "server CPU us/op zkr / peer |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for scen, desc, peers in plan:
         z = results.get((scen, "zkr"), [])
         label = desc.replace("N waiters", "%d waiters" % ARGS.waiters)
