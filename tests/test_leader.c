@@ -477,6 +477,81 @@ static void test_latch_lost_rejoins(void)
     pair_close(&pr);
 }
 
+/* A stall past the session timeout (LOST declared by the client, the old
+ * session possibly still alive on the server for a moment): the latch is
+ * not leader from LOST on, the other leads, and whenever the latch leads
+ * again its node is of its current session (CURATOR-696). */
+typedef struct owner_check {
+    zkr_client_t *c;
+    zkr_latch_t *l;
+    const char *path;
+    atomic_int bad, led;
+} owner_check_t;
+
+static int leads_on_own_session(void *arg)
+{
+    owner_check_t *k = arg;
+    if (!zkr_latch_has_leadership(k->l))
+        return 0;
+    zkr_participant_t *ld = NULL;
+    int64_t sid = 0;
+    if (zkr_election_leader(k->c, k->path, ZKR_ELECTION_LATCH, &ld) == ZKR_OK &&
+        zkr_client_session(k->c, &sid, NULL) == ZKR_OK && zkr_latch_has_leadership(k->l)) {
+        atomic_store(&k->led, 1);
+        if (ld->session != sid)
+            atomic_fetch_add(&k->bad, 1);
+    }
+    zkr_participants_free(ld, ld ? 1 : 0);
+    return atomic_load(&k->led);
+}
+
+static void test_latch_long_stall(void)
+{
+    char path[128];
+    zkt_path("latch-stall", path, sizeof path);
+    zhandle_t *raw = zkt_raw();
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *a = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS), *b = zkt_client(SESSION_MS);
+    zkr_latch_t *la, *lb;
+    told_t t;
+    told_init(&t);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&la, a, path, "a"), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&lb, b, path, "b"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_policy(la, ZKR_LEADER_POLICY_SESSION), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_listener(la, on_leader, &t), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(la), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_await(la, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(lb), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 2, WAIT_MS));
+    int64_t old_session = session_of(a);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    int64_t t0 = zkt_now_ms();
+    while (zkt_now_ms() - t0 < 3 * WAIT_MS && zkr_client_state(a) != ZKR_STATE_LOST)
+        zkt_sleep_ms(20);
+    CU_ASSERT_EQUAL(zkr_client_state(a), ZKR_STATE_LOST);
+    CU_ASSERT_TRUE(zkt_wait_for(latch_not_leading, la, WAIT_MS)); /* LOST: not leader, whatever the policy */
+    CU_ASSERT_TRUE(wait_told(&t, 2));
+    CU_ASSERT_EQUAL(t.is_leader[1], 0);
+    zkt_proxy_cut(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    CU_ASSERT_EQUAL(zkr_latch_await(lb, 2 * WAIT_MS), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 2, WAIT_MS)); /* a rejoined, on a new session */
+    CU_ASSERT_NOT_EQUAL(session_of(a), old_session);
+    owner_check_t k = {.c = a, .l = la, .path = path};
+    CU_ASSERT_EQUAL(zkr_latch_close(lb, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(leads_on_own_session, &k, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&k.bad), 0);
+    CU_ASSERT_EQUAL(zkr_latch_close(la, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS));
+    zkr_latch_free(la);
+    zkr_latch_free(lb);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    zkt_proxy_stop(px);
+    zkt_raw_close(raw);
+}
+
 /* ---- no herd: every waiter watches its predecessor only --------------------------------- */
 
 static void test_latch_herd(void)
@@ -581,10 +656,14 @@ static void test_selector_terms(void)
     /* Wire: "lock-" nodes; data = the id, or the host's address. */
     zkr_participant_t *p = NULL;
     size_t n = participants(c[0], path, ZKR_ELECTION_SELECTOR, &p);
+    CU_ASSERT_TRUE(n >= NS - 1); /* while one leads or hands over, the others queue */
+    int host = 0, named = 0;
     for (size_t i = 0; i < n; i++) {
         CU_ASSERT_TRUE(protected_name(base_of(p[i].node_path), "lock-"));
-        CU_ASSERT_TRUE(p[i].id_len > 0);
+        named += strcmp(p[i].id, "sel") == 0;
+        host += strchr(p[i].id, '.') != NULL; /* no id: the host's IPv4 address */
     }
+    CU_ASSERT_EQUAL(host + named, (int)n);
     zkr_participants_free(p, n);
     for (int i = 0; i < NS; i++)
         CU_ASSERT_EQUAL(zkr_selector_close(s[i]), ZKR_OK);
@@ -988,6 +1067,8 @@ static void add_suites(void)
                 test_latch_suspended_standard);
     CU_add_test(s, "latch: session policy keeps leadership through SUSPENDED", test_latch_suspended_session_policy);
     CU_add_test(s, "latch: LOST gives leadership up and rejoins on the new session", test_latch_lost_rejoins);
+    CU_add_test(s, "latch: a stall past the session: LOST, the other leads, rejoin on the new session",
+                test_latch_long_stall);
     CU_add_test(s, "latch: no herd, a leader change wakes one participant", test_latch_herd);
     CU_add_test(s, "selector: never two terms at once, auto requeue, lock- nodes with data", test_selector_terms);
     CU_add_test(s, "selector: interrupt and IN_DOUBT tell the callback to stop", test_selector_told_to_stop);
