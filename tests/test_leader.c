@@ -977,6 +977,52 @@ static void test_guarded_writes(void)
     zkt_raw_close(raw);
 }
 
+/* ---- the client closes under running leader objects --------------------------------------- */
+
+static void test_client_close_under_objects(void)
+{
+    char path[128], spath[160];
+    zkt_path("leader-close", path, sizeof path);
+    snprintf(spath, sizeof spath, "%s-sel", path);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_latch_t *l;
+    zkr_selector_t *s;
+    zkr_observer_t *o;
+    sel_stats_t st;
+    memset(&st, 0, sizeof st);
+    seen_t seen;
+    memset(&seen, 0, sizeof seen);
+    pthread_mutex_init(&seen.mu, NULL);
+    told_t t;
+    told_init(&t);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l, c, path, "l"), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&s, c, spath, "s", block_until_stop, &st), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_observer_new(&o, c, path, ZKR_ELECTION_LATCH, on_observe, &seen), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_listener(l, on_leader, &t), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_selector_start(s), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_await(l, WAIT_MS), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(inside_one, &st, WAIT_MS));
+    CU_ASSERT_TRUE(wait_seen(&seen, 2));
+    /* The callback is told to stop when the client goes; close does not
+     * wait for the leader objects, which are freed after it. */
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    terms_want_t w = {&st, 1};
+    CU_ASSERT_TRUE(zkt_wait_for(terms_reached, &w, WAIT_MS));
+    CU_ASSERT_TRUE(zkt_wait_for(latch_not_leading, l, WAIT_MS));
+    CU_ASSERT_EQUAL(zkr_latch_await(l, 0), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkr_latch_proclaim(l, "x"), ZKR_ENOTLEADER);
+    CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_NOTIFY_LEADER), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_selector_close(s), ZKR_OK);
+    zkr_observer_free(o);
+    zkr_latch_free(l);
+    zkr_selector_free(s);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS)); /* the session's nodes went with it */
+    CU_ASSERT_TRUE(zkt_wait_children(raw, spath, 0, WAIT_MS));
+    zkt_raw_close(raw);
+}
+
 /* ---- bad input ------------------------------------------------------------------------------- */
 
 static void dummy_take(zkr_selector_t *s, int64_t token, void *ctx)
@@ -1076,6 +1122,8 @@ static void add_suites(void)
     CU_add_test(s, "observer sees each change; proclaim by leader only", test_observe_and_proclaim);
     CU_add_test(s, "guarded writes: applied while held, refused and nothing written when gone",
                 test_guarded_writes);
+    CU_add_test(s, "the client closes under a leading latch, a running term and an observer",
+                test_client_close_under_objects);
     CU_add_test(s, "bad input: NULL, bad paths, bad ids, proclaim when not leader", test_bad_input);
 }
 
