@@ -122,9 +122,12 @@ int zkr_guarded_write(zkr_client_t *c, const char *guard_path, int64_t guard_ses
 int zkr__guard_run(zkr__guard_t *g, zkr_op_t *ops, size_t n)
 {
     int rc = g->state == ZKR_HOLD_LOST ? ZKR_EGUARD : zkr_guarded_write(g->c, g->path, g->session, ops, n);
-    if (rc == ZKR_EGUARD && ops && n <= ZKR_GUARD_OPS_MAX)
-        for (size_t i = 0; i < n; i++)
+    if (rc == ZKR_EGUARD && ops && n <= ZKR_GUARD_OPS_MAX) {
+        for (size_t i = 0; i < n; i++) {
             ops[i].rc = ZKR_OK;
+            ops[i].created = NULL; /* nothing was written */
+        }
+    }
     free(g->path);
     g->path = NULL;
     return rc;

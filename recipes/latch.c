@@ -173,8 +173,8 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
     if (!l || (mode != ZKR_LATCH_CLOSE_SILENT && mode != ZKR_LATCH_CLOSE_NOTIFY_LEADER))
         return ZKR_EINVAL;
     pthread_mutex_lock(&l->seat.mu);
-    if (l->seat.started && !l->seat.closed)
-        l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER;
+    if (l->seat.started && !l->seat.closed && !zkr__tell_in_call_locked(&l->seat.tell))
+        l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER; /* else refused below */
     pthread_mutex_unlock(&l->seat.mu);
     return zkr__seat_close(&l->seat, 0);
 }

@@ -164,7 +164,13 @@ ZKR_EXTERN const char *zkr_latch_id(zkr_latch_t *l);
 
 /* Set the value stored in the leader's node (its id for Curator) without a
  * new election; observers are told.  Only while leading (and the node's
- * session is the client's current one: a guarded set).  Returns ZKR_OK,
+ * session is the client's current one: a guarded set).
+ * With Curator participants: Curator's LeaderLatch (5.x) acts only on its
+ * predecessor's deletion, so the data change uses up the watch of a
+ * Curator LeaderLatch queued right behind the leader, which then notices
+ * the leader's departure only at its next reconnection.  Proclaim in
+ * elections whose participants are zkrecipes processes (or Curator
+ * LeaderSelectors, which look again on any event).  Returns ZKR_OK,
  * ZKR_EINVAL (NULL, not valid UTF-8, over ZKR_LEADER_ID_MAX),
  * ZKR_ENOTLEADER (not leader: nothing written), ZKR_ECONNLOSS (outcome
  * unknown), ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER. */
