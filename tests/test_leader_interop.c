@@ -12,7 +12,9 @@
  * leader was told it was not leader or was in doubt.  Hand-over goes in
  * join order; participant lists are Curator's getParticipants(), item for
  * item; a Java observer (polling Curator's getLeader) and a C observer
- * (zkr_observer_t) see the same leaders.
+ * (zkr_observer_t) see the same leaders.  A leader of either language cut
+ * off (a proxy stalls its connection) past its session is told before the
+ * other language's participant leads.
  *
  * Every wait is bounded; no test asserts a speed. */
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 #include "tests/interop/jpeer.h"
 
@@ -193,12 +196,14 @@ static void take_leadership(zkr_selector_t *s, int64_t token, void *ctx)
     log_event(p->name, EV_END); /* before the mutex is released */
 }
 
-static cpart_t *cpart_join(const char *name, const char *path, zkr_election_kind_t kind)
+/* A C participant on a client of its own (through hosts: a proxy; NULL:
+ * the test server). */
+static cpart_t *cpart_join_at(const char *name, const char *path, zkr_election_kind_t kind, const char *hosts)
 {
     cpart_t *p = calloc(1, sizeof *p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     snprintf(p->name, sizeof p->name, "%s", name);
-    p->c = zkt_client(SESSION_MS);
+    p->c = hosts ? zkt_client_at(hosts, SESSION_MS) : zkt_client(SESSION_MS);
     if (kind == ZKR_ELECTION_LATCH) {
         CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&p->latch, p->c, path, name), ZKR_OK);
         CU_ASSERT_EQUAL_FATAL(zkr_latch_set_listener(p->latch, on_latch, p), ZKR_OK);
@@ -208,6 +213,11 @@ static cpart_t *cpart_join(const char *name, const char *path, zkr_election_kind
         CU_ASSERT_EQUAL_FATAL(zkr_selector_start(p->sel), ZKR_OK);
     }
     return p;
+}
+
+static cpart_t *cpart_join(const char *name, const char *path, zkr_election_kind_t kind)
+{
+    return cpart_join_at(name, path, kind, NULL);
 }
 
 static int cpart_leads_now(void *arg)
@@ -372,18 +382,27 @@ static void member_join(member_t *m, char lang, const char *name, const char *pa
         m->c = cpart_join(name, path, kind);
 }
 
-/* Wait (bounded) until m leads; 1 if it does. */
-static int member_await(member_t *m)
+/* Wait until m leads, at most ms; 1 if it does. */
+static int member_await_ms(member_t *m, int ms)
 {
     if (!m->c)
-        return jis("LEADER", "await %s %d", m->name, LEAD_MS);
-    return zkt_wait_for(cpart_leads_now, m->c, LEAD_MS);
+        return jis("LEADER", "await %s %d", m->name, ms);
+    return zkt_wait_for(cpart_leads_now, m->c, ms);
+}
+
+static int member_await(member_t *m)
+{
+    return member_await_ms(m, LEAD_MS);
 }
 
 static int member_leads(member_t *m)
 {
-    if (!m->c)
-        return !jis("NO", "leads %s", m->name);
+    if (!m->c) {
+        char *r = jcmd("leads %s", m->name);
+        int yes = strcmp(r, "YES") == 0;
+        free(r);
+        return yes;
+    }
     return atomic_load(&m->c->leading);
 }
 
@@ -523,7 +542,82 @@ static void test_selector_churn(void)
     churn(ZKR_ELECTION_SELECTOR, 12);
 }
 
-/* ---- 3. a proclaimed value is Curator's id; an asynchronous term is a latch participant ---- */
+/* ---- 3. a leader cut off past its session, either language --------------------------------- */
+
+/* The leader (lang 'c' or 'j') reaches the server through a proxy, the
+ * other language's participant directly.  The proxy stalls for good: the
+ * leader must be told it is not leader (or in doubt) before the other
+ * leads, which it does once the server expires the stalled session.  The
+ * stall ends: the old leader rejoins behind and leads again only after the
+ * other leaves. */
+static void stalled_leader(zkr_election_kind_t kind, char lang)
+{
+    const char *k = kind_name(kind);
+    char p[128], first[32], second[32];
+    zkt_path(lang == 'c' ? "leader-stall-c" : "leader-stall-j", p, sizeof p);
+    snprintf(first, sizeof first, "%c-stalled-%s", lang, k);
+    snprintf(second, sizeof second, "%c-next-%s", lang == 'c' ? 'j' : 'c', k);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    member_t a, b;
+    snprintf(a.name, sizeof a.name, "%s", first);
+    a.c = NULL;
+    if (lang == 'c')
+        a.c = cpart_join_at(first, p, kind, zkt_proxy_hosts(px));
+    else
+        CU_ASSERT_TRUE(jis("STARTED", "%s %s %s %s %s", k, first, p, first, zkt_proxy_hosts(px)));
+    CU_ASSERT_TRUE(member_await(&a));
+    member_join(&b, lang == 'c' ? 'j' : 'c', second, p, kind);
+    wait_members(p, 2);
+    CU_ASSERT_FALSE(member_leads(&b));
+
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    CU_ASSERT_TRUE(member_await_ms(&b, 3 * SESSION_MS)); /* once the session expired */
+    printf("\n    %s stalled: %s leads after %lld ms", first, second, (long long)(zkt_now_ms() - t0));
+    CU_ASSERT_FALSE(member_leads(&a));
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    /* the stalled one comes back on a new session, behind */
+    zkt_sleep_ms(SESSION_MS / 2);
+    CU_ASSERT_FALSE(member_leads(&a));
+    CU_ASSERT_TRUE(member_leads(&b));
+    member_leave(&b);
+    if (kind == ZKR_ELECTION_LATCH) { /* a latch rejoins by itself; a selector without requeue does not */
+        CU_ASSERT_TRUE(member_await(&a));
+    }
+    member_leave(&a);
+    wait_members(p, 0);
+    char order[256], want[128];
+    CU_ASSERT_EQUAL(check_terms(order, sizeof order), 0); /* never two at once */
+    if (kind == ZKR_ELECTION_LATCH)
+        snprintf(want, sizeof want, "%s %s %s", first, second, first);
+    else
+        snprintf(want, sizeof want, "%s %s", first, second);
+    CU_ASSERT_STRING_EQUAL(order, want);
+    zkt_proxy_stop(px);
+}
+
+static void test_latch_c_stalled(void)
+{
+    stalled_leader(ZKR_ELECTION_LATCH, 'c');
+}
+
+static void test_latch_java_stalled(void)
+{
+    stalled_leader(ZKR_ELECTION_LATCH, 'j');
+}
+
+static void test_selector_c_stalled(void)
+{
+    stalled_leader(ZKR_ELECTION_SELECTOR, 'c');
+}
+
+static void test_selector_java_stalled(void)
+{
+    stalled_leader(ZKR_ELECTION_SELECTOR, 'j');
+}
+
+/* ---- 4. a proclaimed value is Curator's id; an asynchronous term is a latch participant ---- */
 
 typedef struct aterm {
     atomic_int done;
@@ -603,6 +697,14 @@ static void add_suites(void)
                 test_selector_mixed);
     CU_add_test(s, "latch: 12 hand-overs, newcomers of both languages at the back", test_latch_churn);
     CU_add_test(s, "selector: 12 hand-overs, newcomers of both languages at the back", test_selector_churn);
+    CU_add_test(s, "latch: a C leader cut off past its session is told before Curator's participant leads",
+                test_latch_c_stalled);
+    CU_add_test(s, "latch: a Curator leader cut off past its session is told before the C participant leads",
+                test_latch_java_stalled);
+    CU_add_test(s, "selector: a C leader cut off past its session is told before Curator's participant leads",
+                test_selector_c_stalled);
+    CU_add_test(s, "selector: a Curator leader cut off past its session is told before the C participant leads",
+                test_selector_java_stalled);
     CU_add_test(s, "latch: a proclaimed value is Curator's id; an asynchronous term queues as a participant",
                 test_proclaim_and_async_term);
 }

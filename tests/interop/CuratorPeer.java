@@ -30,7 +30,12 @@ public class CuratorPeer {
     static String hosts;
 
     static CuratorFramework newClient() throws Exception {
-        CuratorFramework c = CuratorFrameworkFactory.newClient(hosts, 10000, 5000, new RetryNTimes(3, 100));
+        return newClient(hosts);
+    }
+
+    /** A session of its own on h (the test server, or a proxy in front of it). */
+    static CuratorFramework newClient(String h) throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(h, 10000, 5000, new RetryNTimes(3, 100));
         c.start();
         if (!c.blockUntilConnected(20, TimeUnit.SECONDS))
             throw new IllegalStateException("no connection");

@@ -4,8 +4,9 @@
 // One command per line, one answer line per command.  Every participant has
 // a CuratorFramework (a session) of its own.
 //
-//   latch NAME PATH ID          join a LeaderLatch (close mode NOTIFY_LEADER)   -> STARTED
-//   selector NAME PATH ID       join a LeaderSelector (no requeue); a term lasts
+//   latch NAME PATH ID [HOSTS]  join a LeaderLatch (close mode NOTIFY_LEADER)   -> STARTED
+//                               (HOSTS: connect there, e.g. through a proxy)
+//   selector NAME PATH ID [HOSTS]  join a LeaderSelector (no requeue); a term lasts
 //                               until "resign NAME", close, or SUSPENDED/LOST  -> STARTED
 //   await NAME MS               wait until NAME leads                          -> LEADER | NOT
 //   leads NAME                  hasLeadership()                                -> YES | NO
@@ -71,9 +72,9 @@ public class LeaderPeer {
         volatile CountDownLatch resign = new CountDownLatch(1);
         final CountDownLatch termOver = new CountDownLatch(1);
 
-        Member(String name) throws Exception {
+        Member(String name, String hosts) throws Exception {
             this.name = name;
-            this.client = newClient();
+            this.client = hosts == null ? newClient() : CuratorPeer.newClient(hosts);
         }
 
         void begin() {
@@ -180,8 +181,8 @@ public class LeaderPeer {
 
     static String handle(CuratorFramework main, String[] w) throws Exception {
         switch (w[0]) {
-        case "latch": { // latch NAME PATH ID
-            Member m = new Member(w[1]);
+        case "latch": { // latch NAME PATH ID [HOSTS]
+            Member m = new Member(w[1], w.length > 4 ? w[4] : null);
             m.latch = new LeaderLatch(m.client, w[2], w[3], LeaderLatch.CloseMode.NOTIFY_LEADER);
             m.latch.addListener(new LeaderLatchListener() {
                 public void isLeader() { m.begin(); }
@@ -195,8 +196,8 @@ public class LeaderPeer {
             m.latch.start();
             return "STARTED";
         }
-        case "selector": { // selector NAME PATH ID
-            Member m = new Member(w[1]);
+        case "selector": { // selector NAME PATH ID [HOSTS]
+            Member m = new Member(w[1], w.length > 4 ? w[4] : null);
             m.selector = new LeaderSelector(m.client, w[2], new LeaderSelectorListener() {
                 public void takeLeadership(CuratorFramework cf) {
                     m.hadTerm.set(true);
