@@ -330,6 +330,51 @@ static void pair_close(pair_t *p)
     zkt_raw_close(p->raw);
 }
 
+/* Many latches of one client, on as many paths, join at once: their
+ * creates go out combined (one multi per batch: the nodes of one batch
+ * share their czxid), each node with its own id as data. */
+static void test_latch_ids_combined(void)
+{
+    enum { NL = 8 };
+    char base[128], path[NL][160];
+    zkt_path("latch-combined", base, sizeof base);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_latch_t *l[NL];
+    for (int i = 0; i < NL; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "id-%d", i);
+        snprintf(path[i], sizeof path[i], "%s-%d", base, i);
+        CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l[i], c, path[i], id), ZKR_OK);
+    }
+    for (int i = 0; i < NL; i++)
+        CU_ASSERT_EQUAL(zkr_latch_start(l[i]), ZKR_OK);
+    int64_t token[NL];
+    int shared = 0;
+    for (int i = 0; i < NL; i++) {
+        CU_ASSERT_EQUAL(zkr_latch_await(l[i], WAIT_MS), ZKR_OK);
+        zkr_participant_t *p = NULL;
+        size_t n = participants(c, path[i], ZKR_ELECTION_LATCH, &p);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_STRING_EQUAL(p[0].id, zkr_latch_id(l[i]));
+        CU_ASSERT_EQUAL(zkr_latch_fencing_token(l[i], &token[i]), ZKR_OK);
+        CU_ASSERT_EQUAL(p[0].token, token[i]);
+        zkr_participants_free(p, n);
+        for (int j = 0; j < i; j++)
+            if (token[j] == token[i]) {
+                shared++;
+                break;
+            }
+    }
+    printf("\n    %d of %d nodes made in a multi with an earlier one ", shared, NL);
+    for (int i = 0; i < NL; i++) {
+        zkr_latch_free(l[i]);
+        CU_ASSERT_EQUAL(zkt_count_children(raw, path[i]), 0);
+    }
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
 /* ---- outside deletion of the leader's node; the path itself deleted ------------------ */
 
 static void test_latch_outside_deletion(void)
@@ -1108,6 +1153,7 @@ static void add_suites(void)
     CU_add_test(s, "latch alone: wire form, token, listener, close twice, nothing left", test_latch_alone);
     CU_add_test(s, "latch: SILENT close tells nothing; default id is zero bytes", test_latch_silent_default_id);
     CU_add_test(s, "latches: at most one leader, hand-over in join order, tokens increase", test_latch_handover);
+    CU_add_test(s, "latches on one client: combined creates, each node with its id", test_latch_ids_combined);
     CU_add_test(s, "latch: outside deletion of the leader's node, the path deleted", test_latch_outside_deletion);
     CU_add_test(s, "latch: SUSPENDED ends leadership (standard policy), RECONNECTED restores it",
                 test_latch_suspended_standard);
