@@ -1022,6 +1022,56 @@ static void test_guarded_writes(void)
     zkt_raw_close(raw);
 }
 
+/* ---- closing from inside: refused, nothing done ------------------------------------------- */
+
+typedef struct inside {
+    zkr_latch_t *l;
+    zkr_selector_t *s;
+    atomic_int rc, done;
+} inside_t;
+
+static void close_from_listener(int is_leader, int64_t token, void *ctx)
+{
+    (void)token;
+    inside_t *in = ctx;
+    if (is_leader && !atomic_load(&in->done)) {
+        atomic_store(&in->rc, zkr_latch_close(in->l, ZKR_LATCH_CLOSE_SILENT));
+        atomic_store(&in->done, 1);
+    }
+}
+
+static void close_from_term(zkr_selector_t *s, int64_t token, void *ctx)
+{
+    (void)token;
+    inside_t *in = ctx;
+    atomic_store(&in->rc, zkr_selector_close(s));
+    atomic_store(&in->done, 1);
+}
+
+static void test_close_from_inside(void)
+{
+    char path[128], spath[160];
+    zkt_path("close-inside", path, sizeof path);
+    snprintf(spath, sizeof spath, "%s-sel", path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    inside_t a = {0}, b = {0};
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&a.l, c, path, "x"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_listener(a.l, close_from_listener, &a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(a.l), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &a.done, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&a.rc), ZKR_EDEADLK);
+    CU_ASSERT_TRUE(zkr_latch_has_leadership(a.l)); /* nothing done */
+    CU_ASSERT_EQUAL(zkr_latch_close(a.l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    zkr_latch_free(a.l);
+    CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&b.s, c, spath, "y", close_from_term, &b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_selector_start(b.s), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &b.done, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&b.rc), ZKR_EDEADLK);
+    CU_ASSERT_EQUAL(zkr_selector_close(b.s), ZKR_OK);
+    zkr_selector_free(b.s);
+    zkr_client_close(c);
+}
+
 /* ---- the client closes under running leader objects --------------------------------------- */
 
 static void test_client_close_under_objects(void)
@@ -1168,6 +1218,8 @@ static void add_suites(void)
     CU_add_test(s, "observer sees each change; proclaim by leader only", test_observe_and_proclaim);
     CU_add_test(s, "guarded writes: applied while held, refused and nothing written when gone",
                 test_guarded_writes);
+    CU_add_test(s, "close from the latch's listener or the selector's callback: ZKR_EDEADLK",
+                test_close_from_inside);
     CU_add_test(s, "the client closes under a leading latch, a running term and an observer",
                 test_client_close_under_objects);
     CU_add_test(s, "bad input: NULL, bad paths, bad ids, proclaim when not leader", test_bad_input);
