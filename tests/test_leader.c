@@ -330,6 +330,51 @@ static void pair_close(pair_t *p)
     zkt_raw_close(p->raw);
 }
 
+/* Many latches of one client, on as many paths, join at once: their
+ * creates go out combined (one multi per batch: the nodes of one batch
+ * share their czxid), each node with its own id as data. */
+static void test_latch_ids_combined(void)
+{
+    enum { NL = 8 };
+    char base[128], path[NL][160];
+    zkt_path("latch-combined", base, sizeof base);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_latch_t *l[NL];
+    for (int i = 0; i < NL; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "id-%d", i);
+        snprintf(path[i], sizeof path[i], "%s-%d", base, i);
+        CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l[i], c, path[i], id), ZKR_OK);
+    }
+    for (int i = 0; i < NL; i++)
+        CU_ASSERT_EQUAL(zkr_latch_start(l[i]), ZKR_OK);
+    int64_t token[NL];
+    int shared = 0;
+    for (int i = 0; i < NL; i++) {
+        CU_ASSERT_EQUAL(zkr_latch_await(l[i], WAIT_MS), ZKR_OK);
+        zkr_participant_t *p = NULL;
+        size_t n = participants(c, path[i], ZKR_ELECTION_LATCH, &p);
+        CU_ASSERT_EQUAL_FATAL(n, 1);
+        CU_ASSERT_STRING_EQUAL(p[0].id, zkr_latch_id(l[i]));
+        CU_ASSERT_EQUAL(zkr_latch_fencing_token(l[i], &token[i]), ZKR_OK);
+        CU_ASSERT_EQUAL(p[0].token, token[i]);
+        zkr_participants_free(p, n);
+        for (int j = 0; j < i; j++)
+            if (token[j] == token[i]) {
+                shared++;
+                break;
+            }
+    }
+    printf("\n    %d of %d nodes made in a multi with an earlier one ", shared, NL);
+    for (int i = 0; i < NL; i++) {
+        zkr_latch_free(l[i]);
+        CU_ASSERT_EQUAL(zkt_count_children(raw, path[i]), 0);
+    }
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
 /* ---- outside deletion of the leader's node; the path itself deleted ------------------ */
 
 static void test_latch_outside_deletion(void)
@@ -977,6 +1022,56 @@ static void test_guarded_writes(void)
     zkt_raw_close(raw);
 }
 
+/* ---- closing from inside: refused, nothing done ------------------------------------------- */
+
+typedef struct inside {
+    zkr_latch_t *l;
+    zkr_selector_t *s;
+    atomic_int rc, done;
+} inside_t;
+
+static void close_from_listener(int is_leader, int64_t token, void *ctx)
+{
+    (void)token;
+    inside_t *in = ctx;
+    if (is_leader && !atomic_load(&in->done)) {
+        atomic_store(&in->rc, zkr_latch_close(in->l, ZKR_LATCH_CLOSE_SILENT));
+        atomic_store(&in->done, 1);
+    }
+}
+
+static void close_from_term(zkr_selector_t *s, int64_t token, void *ctx)
+{
+    (void)token;
+    inside_t *in = ctx;
+    atomic_store(&in->rc, zkr_selector_close(s));
+    atomic_store(&in->done, 1);
+}
+
+static void test_close_from_inside(void)
+{
+    char path[128], spath[160];
+    zkt_path("close-inside", path, sizeof path);
+    snprintf(spath, sizeof spath, "%s-sel", path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    inside_t a = {0}, b = {0};
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&a.l, c, path, "x"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_listener(a.l, close_from_listener, &a), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(a.l), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &a.done, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&a.rc), ZKR_EDEADLK);
+    CU_ASSERT_TRUE(zkr_latch_has_leadership(a.l)); /* nothing done */
+    CU_ASSERT_EQUAL(zkr_latch_close(a.l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    zkr_latch_free(a.l);
+    CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&b.s, c, spath, "y", close_from_term, &b), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_selector_start(b.s), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &b.done, WAIT_MS));
+    CU_ASSERT_EQUAL(atomic_load(&b.rc), ZKR_EDEADLK);
+    CU_ASSERT_EQUAL(zkr_selector_close(b.s), ZKR_OK);
+    zkr_selector_free(b.s);
+    zkr_client_close(c);
+}
+
 /* ---- the client closes under running leader objects --------------------------------------- */
 
 static void test_client_close_under_objects(void)
@@ -1108,6 +1203,7 @@ static void add_suites(void)
     CU_add_test(s, "latch alone: wire form, token, listener, close twice, nothing left", test_latch_alone);
     CU_add_test(s, "latch: SILENT close tells nothing; default id is zero bytes", test_latch_silent_default_id);
     CU_add_test(s, "latches: at most one leader, hand-over in join order, tokens increase", test_latch_handover);
+    CU_add_test(s, "latches on one client: combined creates, each node with its id", test_latch_ids_combined);
     CU_add_test(s, "latch: outside deletion of the leader's node, the path deleted", test_latch_outside_deletion);
     CU_add_test(s, "latch: SUSPENDED ends leadership (standard policy), RECONNECTED restores it",
                 test_latch_suspended_standard);
@@ -1122,6 +1218,8 @@ static void add_suites(void)
     CU_add_test(s, "observer sees each change; proclaim by leader only", test_observe_and_proclaim);
     CU_add_test(s, "guarded writes: applied while held, refused and nothing written when gone",
                 test_guarded_writes);
+    CU_add_test(s, "close from the latch's listener or the selector's callback: ZKR_EDEADLK",
+                test_close_from_inside);
     CU_add_test(s, "the client closes under a leading latch, a running term and an observer",
                 test_client_close_under_objects);
     CU_add_test(s, "bad input: NULL, bad paths, bad ids, proclaim when not leader", test_bad_input);

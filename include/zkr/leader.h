@@ -228,8 +228,8 @@ ZKR_EXTERN int zkr_selector_new(zkr_selector_t **out, zkr_client_t *c, const cha
 ZKR_EXTERN int zkr_selector_set_auto_requeue(zkr_selector_t *s, int on);
 
 /* Before start: a listener told "leader" (with the token) before the
- * callback runs and "not leader" after it returns (or when it is told to
- * stop), on the client thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE. */
+ * callback runs and "not leader" once it has returned, on the client
+ * thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE. */
 ZKR_EXTERN int zkr_selector_set_listener(zkr_selector_t *s, zkr_leader_fn fn, void *ctx);
 
 /* Queue for leadership (once; the selector's thread starts).  Returns
@@ -269,7 +269,8 @@ ZKR_EXTERN int zkr_selector_guarded_write(zkr_selector_t *s, zkr_op_t *ops, size
 /* Leave: tell the callback to stop, wait for it to return, delete our
  * node, end the thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
  * started, or closed already), ZKR_EDEADLK (called on the selector's own
- * thread, from the callback: nothing done; return from it instead). */
+ * thread, from the callback, or from its listener: nothing done; return
+ * from it instead). */
 ZKR_EXTERN int zkr_selector_close(zkr_selector_t *s);
 
 /* Free (closing first if needed).  NULL is a no-op.  Not from the
