@@ -86,6 +86,8 @@ struct zkr__aop {
     char *dir;                 /* the queue's directory */
     char *leases_dir;          /* semaphore */
     char *count_path;          /* semaphore, shared count */
+    char *value;               /* the queue node's data (NULL: none) */
+    int value_len;
     int max;
     zkr_hold_fn hfn;
     void *hctx;

@@ -326,7 +326,11 @@ static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
         return;
     }
     op->csession = c->cur->session_id;
-    int zrc = zoo_acreate2(zh, op->cpath, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, create_done, op);
+    /* the queue node carries the target's data; a lease none */
+    const char *value = !op->in_lease && op->value ? op->value : "";
+    int vlen = !op->in_lease ? op->value_len : 0;
+    int zrc =
+        zoo_acreate2(zh, op->cpath, value, vlen, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, create_done, op);
     if (zrc != ZOK) {
         create_local_locked(c, op, zrc);
         return;
@@ -385,7 +389,8 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     op->inflight += 2;
     op->create_inflight = 1;
     op->phase = ZKR__PH_CREATE;
-    op->z = (zkr__zcreate_t){{NULL}, op->cpath, op->dir, zkr__client_acl(c), create_done, list_done, op};
+    op->z = (zkr__zcreate_t){{NULL}, op->cpath, op->dir, zkr__client_acl(c), create_done, list_done, op,
+                             op->value, op->value_len};
     pthread_mutex_unlock(&op->mu);
     pthread_mutex_unlock(&c->mu);
     zkr__zh_create(h, &op->z);

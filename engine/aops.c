@@ -94,6 +94,7 @@ void zkr__aop_free(zkr__aop_t *op)
     free(op->dir);
     free(op->leases_dir);
     free(op->count_path);
+    free(op->value);
     zkr__node_clear(&op->node);
     zkr__node_clear(&op->lease);
     zkr__node_clear(&op->granted);
@@ -186,7 +187,12 @@ zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
         op->max = t->max;
         op->speculate = t->count_path ? NULL : t->speculate;
     }
-    if (!op->dir || (op->sem && (!op->leases_dir || (t->count_path && !op->count_path)))) {
+    if (t->data && (op->value = malloc(t->data_len > 0 ? (size_t)t->data_len : 1)) != NULL) {
+        memcpy(op->value, t->data, (size_t)t->data_len);
+        op->value_len = t->data_len;
+    }
+    if (!op->dir || (op->sem && (!op->leases_dir || (t->count_path && !op->count_path))) ||
+        (t->data && !op->value)) {
         zkr__aop_free(op);
         return NULL;
     }

@@ -25,6 +25,8 @@ typedef struct zkr__async_target {
                                     object's "locks/ was free last time" */
     zkr__hold_listener_t hold;   /* the object's hold listener now */
     const void *owner;           /* the object (cancelled when it is freed) */
+    const char *data;            /* the queue node's data (NULL: none) */
+    int data_len;
 } zkr__async_target_t;
 
 /* How an acquire ends.  deliver runs exactly once, on the dispatching

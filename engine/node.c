@@ -126,7 +126,7 @@ void zkr__create_op_combine(zkr_client_t *c, zkr__create_op_t *op, const char *p
     pthread_mutex_lock(&op->mu);
     op->pending = 2; /* the create and the listing */
     pthread_mutex_unlock(&op->mu);
-    op->z = (zkr__zcreate_t){{NULL}, path, dir, zkr__client_acl(c), create_done, list_done, op};
+    op->z = (zkr__zcreate_t){{NULL}, path, dir, zkr__client_acl(c), create_done, list_done, op, NULL, 0};
 }
 
 void zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op)

@@ -72,6 +72,23 @@ int ex_create_path(zhandle_t *zh, const char *path, const char *data)
     return zoo_create(zh, buf, data, (int)strlen(data), &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
 }
 
+int ex_fresh_tree(zhandle_t *zh, const char *root, const char *counter, const char *dir)
+{
+    char path[600];
+    int rc = ex_delete_tree(zh, root);
+    if (rc == ZOK)
+        rc = ex_create_path(zh, root, "");
+    if (rc == ZNODEEXISTS)
+        rc = ZOK;
+    snprintf(path, sizeof path, "%s/%s", root, counter);
+    if (rc == ZOK)
+        rc = zoo_create(zh, path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    snprintf(path, sizeof path, "%s/%s", root, dir);
+    if (rc == ZOK)
+        rc = zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    return rc;
+}
+
 const char *ex_hosts(int argc, char **argv, int max_operands)
 {
     if (argc - optind > max_operands)

@@ -22,6 +22,10 @@ int ex_delete_tree_fn(zhandle_t *zh, int64_t session_id, void *path);
  * if it was already there). */
 int ex_create_path(zhandle_t *zh, const char *path, const char *data);
 
+/* A fresh tree: root emptied (made if missing), holding root/counter =
+ * "0" and an empty root/dir.  Returns ZooKeeper's code (ZOK). */
+int ex_fresh_tree(zhandle_t *zh, const char *root, const char *counter, const char *dir);
+
 /* A lock client on hosts with the default options and the ZooKeeper C
  * client's log off; NULL after "prog: zkr_client_open: <error>". */
 zkr_client_t *ex_client_open(const char *prog, const char *hosts);

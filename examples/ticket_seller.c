@@ -94,16 +94,7 @@ static zkr_client_t *open_client(void)
 static int reset_fn(zhandle_t *zh, int64_t session_id, void *ctx)
 {
     (void)session_id;
-    int rc = ex_delete_tree(zh, cfg.path);
-    if (rc == ZOK)
-        rc = ex_create_path(zh, cfg.path, "");
-    if (rc == ZNODEEXISTS)
-        rc = ZOK;
-    if (rc == ZOK)
-        rc = zoo_create(zh, counter_path, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    if (rc == ZOK)
-        rc = zoo_create(zh, sold_path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-    *(int *)ctx = rc;
+    *(int *)ctx = ex_fresh_tree(zh, cfg.path, "counter", "sold");
     return ZKR_OK;
 }
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/recipes.h"
+#include "recipes/election.h"
 
 struct zkr_hold {
     zkr_client_t *c;
@@ -90,6 +90,19 @@ int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_leas
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
+/* One term of leadership: a latch node carrying the id, granted first. */
+int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *id, int64_t timeout_ms,
+                             zkr_acquire_fn fn, void *ctx, uint64_t *aid)
+{
+    if (!id)
+        id = "";
+    if (!c || !fn || !zkr__path_valid(path) || !zkr__leader_id_ok(id))
+        return ZKR_EINVAL;
+    zkr__async_target_t t = {.c = c, .dir = path, .drv = &zkr__latch_driver, .data = id, .data_len = (int)strlen(id)};
+    zkr__async_done_t d = {deliver, ZKR__LK_LEADER, (void (*)(void))fn, ctx};
+    return zkr__async_start(&t, timeout_ms, &d, aid);
+}
+
 /* ---- releasing without waiting ---- */
 
 /* The engine's delivery of a release: the program's completion, then the
@@ -160,10 +173,18 @@ const char *zkr_hold_node_path(const zkr_hold_t *hd)
     return hd->lease ? zkr_lease_path(hd->lease) : hd->node.path;
 }
 
+int zkr__hold_guard(const zkr_hold_t *hd, int want_kind, zkr__guard_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (want_kind && hd->kind != want_kind)
+        return ZKR_EINVAL;
+    return hd->lease ? zkr__lease_guard(hd->lease, g) : zkr__guard_fill(hd->c, &hd->node, g);
+}
+
 const char *zkr_hold_kind(const zkr_hold_t *hd)
 {
-    static const char *const names[] = {"invalid", "mutex", "semaphore-mutex", "read", "write"};
-    if (!hd || hd->kind < 1 || hd->kind > 4)
+    static const char *const names[] = {"invalid", "mutex", "semaphore-mutex", "read", "write", "leader"};
+    if (!hd || hd->kind < 1 || hd->kind > ZKR__LK_LEADER)
         return names[0];
     return names[hd->kind];
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "recipes/holds.h"
+#include "recipes/recipes.h"
 
 zkr__hold_t *zkr__holds_mine_locked(zkr__holds_t *hs)
 {
@@ -104,6 +105,27 @@ int zkr__holds_path(zkr__holds_t *hs, char **path)
         *path = strdup(h->node.path);
         rc = *path ? ZKR_OK : ZKR_ENOMEM;
     }
+    pthread_mutex_unlock(hs->mu);
+    return rc;
+}
+
+int zkr__guard_fill(zkr_client_t *c, const zkr__node_t *n, zkr__guard_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!n || !n->path)
+        return ZKR_ENOTOWNER;
+    g->c = c;
+    g->session = n->session;
+    g->state = zkr__node_hold_state(c, n);
+    g->path = strdup(n->path);
+    return g->path ? ZKR_OK : ZKR_ENOMEM;
+}
+
+int zkr__holds_guard(zkr__holds_t *hs, zkr_client_t *c, zkr__guard_t *g)
+{
+    pthread_mutex_lock(hs->mu);
+    zkr__hold_t *h = zkr__holds_mine_locked(hs);
+    int rc = zkr__guard_fill(c, h ? &h->node : NULL, g);
     pthread_mutex_unlock(hs->mu);
     return rc;
 }

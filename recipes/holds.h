@@ -48,5 +48,8 @@ zkr__hold_t *zkr__holds_pop(zkr__holds_t *hs);
 int zkr__holds_token(zkr__holds_t *hs, int64_t *token);
 int zkr__holds_path(zkr__holds_t *hs, char **path);
 int zkr__holds_any(zkr__holds_t *hs);
+/* The calling thread's hold as a guarded write's guard (recipes.h). */
+struct zkr__guard;
+int zkr__holds_guard(zkr__holds_t *hs, zkr_client_t *c, struct zkr__guard *g);
 
 #endif

@@ -295,6 +295,11 @@ int zkr_mutex_fencing_token(zkr_mutex_t *m, int64_t *token)
     return (m && token) ? zkr__holds_token(&m->holds, token) : ZKR_EINVAL;
 }
 
+int zkr__mutex_guard(zkr_mutex_t *m, zkr__guard_t *g)
+{
+    return zkr__holds_guard(&m->holds, m->c, g);
+}
+
 int zkr_mutex_node_path(zkr_mutex_t *m, char **path)
 {
     return (m && path) ? zkr__holds_path(&m->holds, path) : ZKR_EINVAL;

@@ -267,6 +267,11 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
     return (l && token) ? zkr__holds_token(&l->writes, token) : ZKR_EINVAL;
 }
 
+int zkr__rwlock_guard(zkr_rwlock_t *l, int writer, zkr__guard_t *g)
+{
+    return zkr__holds_guard(writer ? &l->writes : &l->reads, l->c, g);
+}
+
 int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count)
 {
     return l ? zkr__participants(l->c, l->path, &zkr__write_driver, paths, count) : ZKR_EINVAL;

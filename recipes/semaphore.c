@@ -245,6 +245,11 @@ int zkr_lease_fencing_token(const zkr_lease_t *l, int64_t *token)
     return ZKR_OK;
 }
 
+int zkr__lease_guard(const zkr_lease_t *l, zkr__guard_t *g)
+{
+    return zkr__guard_fill(l->c, &l->node, g);
+}
+
 int zkr_semaphore_participants(zkr_semaphore_t *s, char ***paths, size_t *count)
 {
     return s ? zkr__participants(s->c, s->leases_dir, &lease_driver, paths, count) : ZKR_EINVAL;
@@ -388,6 +393,14 @@ int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token)
         return ZKR_EINVAL;
     pthread_mutex_lock(&m->mu);
     int rc = m->lease ? zkr_lease_fencing_token(m->lease, token) : ZKR_ENOTOWNER;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int zkr__semaphore_mutex_guard(zkr_semaphore_mutex_t *m, zkr__guard_t *g)
+{
+    pthread_mutex_lock(&m->mu);
+    int rc = m->lease ? zkr__lease_guard(m->lease, g) : ZKR_ENOTOWNER;
     pthread_mutex_unlock(&m->mu);
     return rc;
 }

@@ -23,7 +23,9 @@
 #                     commit, built there with scripts/build.sh) as a peer in
 #                     every scenario: before and after in one run
 # Scenarios: uncontended threads64 contended4 contended16 multilock5
-# semaphore semaphore16 read4 rw90 waiters async8 loop64 heap cpu (default: all).
+# semaphore semaphore16 read4 rw90 waiters async8 loop64 heap cpu, and the
+# leader election's latch10 selector10 latchjoin100 selectorjoin100 ("leader":
+# those four) (default: all).
 # Writes the markdown table to stdout and to FILE (default bench-results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

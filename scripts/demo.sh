@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo: install what is needed, build, start a throwaway ZooKeeper on a
 # free loopback port, and sell 100 tickets with 30 seller threads, then with
-# 3 processes x 10 threads.  The server is always stopped (trap).
+# 3 processes x 10 threads; then 3 processes elect a leader that runs a
+# periodic job, stopped past its session once and killed once.  The server
+# is always stopped (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -20,3 +22,6 @@ echo "== 100 tickets, 30 seller threads in one process"
 echo
 echo "== 100 tickets, 3 processes x 10 seller threads"
 ./examples/ticket_seller "$hosts" --procs 3 --threads 10 --tickets 100
+echo
+echo "== a periodic job run by the leader of 3 processes; the leader stopped once, killed once"
+./examples/leader_scheduler "$hosts" --procs 3 --slots 30

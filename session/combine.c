@@ -64,7 +64,8 @@ static batch_t *batch_new(zkr__zh_t *h, zkr__qlink_t *list, int alone, int creat
             zkr__zcreate_t *z = (zkr__zcreate_t *)l;
             int len = (int)strlen(z->path) + 16; /* the 10-digit sequence, and more */
             ok = (b->names[i] = calloc(1, (size_t)len)) != NULL;
-            zoo_create_op_init(&b->ops[i], z->path, "", 0, z->acl, ZOO_EPHEMERAL_SEQUENTIAL, b->names[i], len);
+            zoo_create_op_init(&b->ops[i], z->path, z->value ? z->value : "", z->value ? z->value_len : 0, z->acl,
+                               ZOO_EPHEMERAL_SEQUENTIAL, b->names[i], len);
         } else {
             zoo_delete_op_init(&b->ops[i], ((zkr__zdel_t *)l)->path, -1);
         }
@@ -403,7 +404,8 @@ static int cbatch_send(zkr__zh_t *h, zkr__qlink_t *list, int alone, int behind)
          * the create is sent. */
         b->listed = 1;
         zkr__zcreate_t *z = CRE(b, 0);
-        zrc = zoo_acreate2(h->zh, z->path, "", 0, z->acl, ZOO_EPHEMERAL_SEQUENTIAL, cbatch_one_done, b);
+        zrc = zoo_acreate2(h->zh, z->path, z->value ? z->value : "", z->value ? z->value_len : 0, z->acl,
+                           ZOO_EPHEMERAL_SEQUENTIAL, cbatch_one_done, b);
         if (zrc == ZOK)
             member_list(h, z);
     } else {

@@ -162,10 +162,11 @@ void zkr__zh_delete(zkr__zh_t *h, zkr__zdel_t *d);
  * delete at a time. */
 void zkr__zh_delete_group(zkr__zh_t *h, zkr__zdel_t *list);
 
-/* A create (EPHEMERAL_SEQUENTIAL, no data) with its directory listed after
- * it, through its handle's combiner (combine.c).  `created` and `listed`
- * each run exactly once, as zoo_acreate2's and zoo_aget_children's
- * completions would (with `data`), also when nothing could be sent. */
+/* A create (EPHEMERAL_SEQUENTIAL, with the node data `value`, value_len
+ * bytes: none when NULL) with its directory listed after it, through its
+ * handle's combiner (combine.c).  `created` and `listed` each run exactly
+ * once, as zoo_acreate2's and zoo_aget_children's completions would (with
+ * `data`), also when nothing could be sent. */
 typedef struct zkr__zcreate zkr__zcreate_t;
 struct zkr__zcreate {
     zkr__qlink_t link;    /* first: the combiner's */
@@ -175,6 +176,8 @@ struct zkr__zcreate {
     string_stat_completion_t created;
     strings_completion_t listed;
     const void *data;
+    const char *value; /* the node's data, valid until `created` has run */
+    int value_len;
 };
 /* If one of h's batches of creates is in flight, z waits and goes out with
  * every other create that came meanwhile (one per directory), as one

@@ -2,172 +2,31 @@
  * Java Curator clients, in separate processes and sessions, on the same
  * lock paths.  The Java side is tests/interop/CuratorPeer.java, driven over
  * a pipe. */
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/harness/zkr_test.h"
+#include "tests/interop/jpeer.h"
 
 #define SESSION_MS 10000
-#define REPLY_MS 60000
 
-/* ---- the Java peer -------------------------------------------------------------- */
-
-typedef struct peer {
-    pid_t pid;
-    int to, from;
-    char buf[65536];
-    size_t len;
-} peer_t;
-
-static peer_t *java;
-
-static char *peer_line(peer_t *p, int timeout_ms)
-{
-    int64_t end = zkt_now_ms() + timeout_ms;
-    for (;;) {
-        char *nl = memchr(p->buf, '\n', p->len);
-        if (nl) {
-            size_t n = (size_t)(nl - p->buf);
-            char *line = strndup(p->buf, n);
-            memmove(p->buf, nl + 1, p->len - n - 1);
-            p->len -= n + 1;
-            return line;
-        }
-        int64_t left = end - zkt_now_ms();
-        if (left <= 0 || p->len >= sizeof p->buf - 1)
-            return NULL;
-        struct pollfd pf = {p->from, POLLIN, 0};
-        int r = poll(&pf, 1, (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return NULL;
-        ssize_t got = read(p->from, p->buf + p->len, sizeof p->buf - 1 - p->len);
-        if (got <= 0)
-            return NULL;
-        p->len += (size_t)got;
-    }
-}
-
-static peer_t *peer_start(void)
-{
-    const char *harness = getenv("ZKR_HARNESS");
-    if (!harness)
-        return NULL;
-    char script[1024];
-    snprintf(script, sizeof script, "%s", harness);
-    char *slash = strrchr(script, '/');
-    if (!slash)
-        return NULL;
-    snprintf(slash, sizeof script - (size_t)(slash - script), "/../interop/peer.sh");
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0)
-        return NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execlp("bash", "bash", script, zkt_hosts(), (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    peer_t *p = calloc(1, sizeof *p);
-    p->pid = pid;
-    p->to = in[1];
-    p->from = out[0];
-    fcntl(p->to, F_SETFD, FD_CLOEXEC);
-    fcntl(p->from, F_SETFD, FD_CLOEXEC);
-    char *ready = peer_line(p, 120000); /* javac on first use */
-    int ok = ready && strcmp(ready, "READY") == 0;
-    free(ready);
-    if (!ok) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        close(p->to);
-        close(p->from);
-        free(p);
-        return NULL;
-    }
-    return p;
-}
-
-static void peer_stop(peer_t *p)
-{
-    if (!p)
-        return;
-    ssize_t w = write(p->to, "quit\n", 5);
-    (void)w;
-    close(p->to);
-    int st;
-    for (int i = 0; i < 100; i++) {
-        if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
-            p->pid = 0;
-            break;
-        }
-        zkt_sleep_ms(50);
-    }
-    if (p->pid) {
-        kill(p->pid, SIGKILL);
-        waitpid(p->pid, NULL, 0);
-    }
-    close(p->from);
-    free(p);
-}
-
-/* Send a command, return the answer (malloc'd; "NO ANSWER" on timeout). */
-static char *jcmd(const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    line[n] = '\n';
-    if (!java || write(java->to, line, (size_t)n + 1) != n + 1)
-        return strdup("NO PEER");
-    char *r = peer_line(java, REPLY_MS);
-    return r ? r : strdup("NO ANSWER");
-}
-
-/* Send and compare the answer. */
-static int jis(const char *want, const char *fmt, ...)
-{
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    char *r = jcmd("%s", line);
-    int ok = strcmp(r, want) == 0;
-    if (!ok)
-        fprintf(stderr, "\n    java: '%s' -> '%s' (wanted '%s')\n", line, r, want);
-    free(r);
-    return ok;
-}
+/* ---- the Java peer (tests/interop/CuratorPeer.java) ----------------------------------- */
 
 static int suite_init(void)
 {
-    java = peer_start();
-    return java ? 0 : 1;
+    jpeer_java = jpeer_start("CuratorPeer");
+    return jpeer_java ? 0 : 1;
 }
 
 static int suite_clean(void)
 {
-    peer_stop(java);
-    java = NULL;
+    jpeer_stop(jpeer_java);
+    jpeer_java = NULL;
     return 0;
 }
 
@@ -219,43 +78,6 @@ static void cholder_finish(cholder_t *h)
 {
     atomic_store(&h->release_now, 1);
     pthread_join(h->t, NULL);
-}
-
-/* _c_<uuid>-<marker><10 digits> */
-static int curator_name(const char *name, const char *marker)
-{
-    size_t ml = strlen(marker);
-    if (strlen(name) != 3 + 36 + 1 + ml + 10 || strncmp(name, "_c_", 3) != 0)
-        return 0;
-    for (int i = 0; i < 36; i++) {
-        char ch = name[3 + i];
-        int dash = (i == 8 || i == 13 || i == 18 || i == 23);
-        if (dash ? ch != '-' : !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-            return 0;
-    }
-    if (name[39] != '-' || strncmp(name + 40, marker, ml) != 0)
-        return 0;
-    for (size_t i = 40 + ml; i < 50 + ml; i++)
-        if (name[i] < '0' || name[i] > '9')
-            return 0;
-    return 1;
-}
-
-/* Participants as one space-separated line, to compare with Curator's. */
-static char *joined(char **v, size_t n)
-{
-    if (n == 0)
-        return strdup("-");
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(v[i]) + 1;
-    char *s = calloc(1, len);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            strcat(s, " ");
-        strcat(s, v[i]);
-    }
-    return s;
 }
 
 /* ---- 1. mutex ------------------------------------------------------------------------ */
@@ -344,9 +166,7 @@ static void test_mutex_shared_counter(void)
                           1);
     CU_ASSERT_EQUAL_FATAL(zoo_create(raw, counter, "0", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     /* The Java side increments while the C threads do. */
-    char line[512];
-    snprintf(line, sizeof line, "counter %s %s %d\n", lock, counter, JAVA_N);
-    CU_ASSERT_EQUAL_FATAL(write(java->to, line, strlen(line)), (ssize_t)strlen(line));
+    CU_ASSERT_EQUAL_FATAL(jpeer_send(jpeer_java, "counter %s %s %d", lock, counter, JAVA_N), 0);
     zkr_client_t *cs[C_THREADS];
     incr_t args[C_THREADS];
     pthread_t ts[C_THREADS];
@@ -361,7 +181,7 @@ static void test_mutex_shared_counter(void)
         CU_ASSERT_EQUAL(args[i].errors, 0);
         zkr_client_close(cs[i]);
     }
-    char *r = peer_line(java, 180000);
+    char *r = jpeer_line(jpeer_java, 180000);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r);
     CU_ASSERT_STRING_EQUAL(r, "OK 0"); /* Java saw no overlap either */
     free(r);
@@ -403,13 +223,13 @@ static void test_queue_order(void)
     char **parts = NULL;
     size_t n = 0;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_participants(m, &parts, &n), ZKR_OK);
-    char *ours = joined(parts, n);
+    char *ours = jpeer_joined(parts, n);
     char *theirs = jcmd("participants mutex %s", p);
     CU_ASSERT_STRING_EQUAL(ours, theirs);
     free(ours);
     free(theirs);
     for (size_t i = 0; i < n; i++)
-        CU_ASSERT_TRUE(curator_name(strrchr(parts[i], '/') + 1, "lock-"));
+        CU_ASSERT_TRUE(jpeer_curator_name(strrchr(parts[i], '/') + 1, "lock-"));
     zkr_strings_free(parts, n);
 
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
@@ -488,14 +308,14 @@ static void test_rwlock(void)
         for (size_t i = 0; i < n && nm < 8; i++)
             if (strstr(strrchr(parts[i], '/'), markers[k]))
                 mine[nm++] = parts[i];
-        char *ours = joined(mine, nm);
+        char *ours = jpeer_joined(mine, nm);
         char *theirs = jcmd("participants %s %s", kinds[k], p);
         CU_ASSERT_STRING_EQUAL(ours, theirs);
         free(ours);
         free(theirs);
     }
-    CU_ASSERT_TRUE(n == 2 && curator_name(strrchr(parts[0], '/') + 1, "__READ__") &&
-                   curator_name(strrchr(parts[1], '/') + 1, "__WRIT__"));
+    CU_ASSERT_TRUE(n == 2 && jpeer_curator_name(strrchr(parts[0], '/') + 1, "__READ__") &&
+                   jpeer_curator_name(strrchr(parts[1], '/') + 1, "__WRIT__"));
     zkr_strings_free(parts, n);
     CU_ASSERT_EQUAL(zkr_rwlock_read_release(l1), ZKR_OK);
     CU_ASSERT_TRUE(jis("HELD", "wait w2 10000"));
@@ -559,7 +379,7 @@ static void *cstress_main(void *p)
         if (zoo_get_children(zh, leases, 0, &sv) == ZOK) {
             for (int32_t k = 0; k < sv.count; k++) {
                 s->names_seen++;
-                if (!curator_name(sv.data[k], "lease-"))
+                if (!jpeer_curator_name(sv.data[k], "lease-"))
                     s->bad_names++;
             }
             deallocate_String_vector(&sv);
@@ -662,7 +482,7 @@ static void test_lease_names(void)
     CU_ASSERT_EQUAL(zkr_semaphore_participants(s, &parts, &n), ZKR_OK);
     CU_ASSERT_EQUAL(n, 2);
     for (size_t i = 0; i < n; i++)
-        CU_ASSERT_TRUE(curator_name(strrchr(parts[i], '/') + 1, "lease-"));
+        CU_ASSERT_TRUE(jpeer_curator_name(strrchr(parts[i], '/') + 1, "lease-"));
     zkr_strings_free(parts, n);
     CU_ASSERT_TRUE(jis("OK", "release s1"));
     CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
@@ -742,7 +562,7 @@ static void test_foreign_children_order(void)
     char **parts = NULL;
     size_t n = 0;
     CU_ASSERT_EQUAL(zkr_mutex_participants(m, &parts, &n), ZKR_OK);
-    char *ours = joined(parts, n);
+    char *ours = jpeer_joined(parts, n);
     char *theirs = jcmd("participants mutex %s", p);
     CU_ASSERT_STRING_EQUAL(ours, theirs);
     /* Every node our library created is one Curator accepts: named as
@@ -756,7 +576,7 @@ static void test_foreign_children_order(void)
         curators++;
         char full[400];
         snprintf(full, sizeof full, "%s/%s", p, sv.data[i]);
-        CU_ASSERT_TRUE(curator_name(sv.data[i], "lock-"));
+        CU_ASSERT_TRUE(jpeer_curator_name(sv.data[i], "lock-"));
         CU_ASSERT_PTR_NOT_NULL(strstr(theirs, full));
     }
     deallocate_String_vector(&sv);

@@ -38,6 +38,23 @@ static void finish_pair(const scene_t *sc, pid_t a, pid_t b)
     CU_ASSERT_EQUAL(zkt_wait_child(b, RUN_MS), 0);
 }
 
+/* The record says begin a, end a, begin b, end b: never interleaved. */
+static void assert_a_then_b(const char *rec)
+{
+    char *t = slurp(rec);
+    char l[4][64];
+    int n = sscanf(t, "%63[^\n]\n%63[^\n]\n%63[^\n]\n%63[^\n]\n", l[0], l[1], l[2], l[3]);
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_EQUAL(count_lines(t), 4);
+    if (n == 4) {
+        CU_ASSERT_EQUAL(strncmp(l[0], "begin a", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[1], "end a", 5), 0);
+        CU_ASSERT_EQUAL(strncmp(l[2], "begin b", 7), 0);
+        CU_ASSERT_EQUAL(strncmp(l[3], "end b", 5), 0);
+    }
+    free(t);
+}
+
 /* ---- mutual exclusion ----------------------------------------------------------------- */
 
 static void test_two_runs_exclude(void)
@@ -52,18 +69,7 @@ static void test_two_runs_exclude(void)
     zkt_sleep_ms(300);
     CU_ASSERT_EQUAL(lines_with(sc.rec, "begin"), 1); /* b did not get in */
     finish_pair(&sc, a, b);
-    char *t = slurp(sc.rec);
-    char l[4][64];
-    int n = sscanf(t, "%63[^\n]\n%63[^\n]\n%63[^\n]\n%63[^\n]\n", l[0], l[1], l[2], l[3]);
-    CU_ASSERT_EQUAL(n, 4);
-    CU_ASSERT_EQUAL(count_lines(t), 4);
-    if (n == 4) { /* begin a, end a, begin b, end b: never interleaved */
-        CU_ASSERT_EQUAL(strncmp(l[0], "begin a", 7), 0);
-        CU_ASSERT_EQUAL(strncmp(l[1], "end a", 5), 0);
-        CU_ASSERT_EQUAL(strncmp(l[2], "begin b", 7), 0);
-        CU_ASSERT_EQUAL(strncmp(l[3], "end b", 5), 0);
-    }
-    free(t);
+    assert_a_then_b(sc.rec);
     CU_ASSERT_EQUAL(zkt_count_children(zh, sc.path), 0);
     zkt_raw_close(zh);
 }
@@ -209,7 +215,7 @@ static void test_read_write(void)
  * and zkr-lock exits 75.  grace "0": stopped when in doubt; a long grace:
  * stopped when the session is LOST; the command ignores SIGTERM there, so
  * --kill-after's SIGKILL ends it. */
-static void lost_case(const char *grace, int ignore_term, const char *why)
+static void lost_case(const char *grace, int ignore_term, const char *why, const char *kind)
 {
     scene_t sc;
     scene(&sc, ignore_term ? "cli-lost-ignore" : "cli-lost");
@@ -217,7 +223,7 @@ static void lost_case(const char *grace, int ignore_term, const char *why)
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const char *ignoring = "trap '' TERM; echo \"pid $$\" >> \"$1\"; " HOLD_UNTIL_GO;
     const char *const opts[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "3000", "--grace", grace,
-                                "--kill-after", "1", NULL};
+                                "--kill-after", "1", kind, NULL};
     pid_t pid = start_script(&sc, opts, ignore_term ? ignoring : TRAP_TERM, "x", sc.err);
     CU_ASSERT_FATAL(wait_lines(sc.rec, "begin x", 1, WAIT_MS));
     CU_ASSERT_EQUAL(children_of(sc.path), 1);
@@ -245,12 +251,22 @@ static void lost_case(const char *grace, int ignore_term, const char *why)
 
 static void test_lost_in_doubt(void)
 {
-    lost_case("0", 0, "in doubt");
+    lost_case("0", 0, "in doubt", NULL);
 }
 
 static void test_lost_session(void)
 {
-    lost_case("600", 1, "lost the lock");
+    lost_case("600", 1, "lost the lock", NULL);
+}
+
+static void test_leader_in_doubt(void)
+{
+    lost_case("0", 0, "leadership of", "--leader");
+}
+
+static void test_leader_lost_session(void)
+{
+    lost_case("600", 1, "lost leadership", "--leader");
 }
 
 /* A short stall within --grace: the command carries on. */
@@ -438,6 +454,97 @@ static void test_print_semaphore(void)
     finish_pair(&sc, pa, pb);
 }
 
+/* ---- --leader: an election (Curator LeaderLatch) --------------------------------------------- */
+
+/* Two runs in one election: the second leads only when the first's
+ * command has ended; --print --leader lists both, leader first. */
+static void test_leader_one_at_a_time(void)
+{
+    scene_t sc;
+    scene(&sc, "cli-leader");
+    const char *out = wfile("leader.out");
+    const char *const opts[] = {"--leader", NULL};
+    pid_t a, b;
+    start_pair(&sc, opts, &a, &b);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT(zkt_wait_children(zh, sc.path, 2, WAIT_MS)); /* b takes part, waiting */
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(lines_with(sc.rec, "begin"), 1);
+    const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--leader", sc.path, NULL};
+    CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
+    listing_t e[4];
+    int n = read_listing(out, e, 4);
+    CU_ASSERT_EQUAL(n, 2);
+    if (n == 2) {
+        CU_ASSERT_STRING_EQUAL(e[0].role, "leader");
+        CU_ASSERT_STRING_EQUAL(e[1].role, "participant");
+        for (int i = 0; i < 2; i++) { /* what the server says of that node */
+            struct Stat st;
+            char id[64];
+            int len = (int)sizeof id - 1;
+            CU_ASSERT_PTR_NOT_NULL(strstr(e[i].node, "-latch-"));
+            CU_ASSERT_EQUAL(zoo_get(zh, e[i].node, 0, id, &len, &st), ZOK);
+            CU_ASSERT_EQUAL((long long)st.czxid, e[i].token);
+            CU_ASSERT_EQUAL((unsigned long long)st.ephemeralOwner, e[i].session);
+            id[len > 0 ? len : 0] = '\0';
+            CU_ASSERT(len > 0 && contains(out, id)); /* the id, HOSTNAME-PID by default */
+        }
+        CU_ASSERT(e[0].token < e[1].token);
+    }
+    finish_pair(&sc, a, b);
+    assert_a_then_b(sc.rec); /* one leader at a time */
+    CU_ASSERT_EQUAL(zkt_count_children(zh, sc.path), 0); /* both left the election */
+    CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
+    CU_ASSERT_EQUAL(read_listing(out, e, 4), 0);
+    zkt_raw_close(zh);
+}
+
+/* Another leader (a C latch): --timeout 0 and a short timeout give the
+ * conflict code and leave nothing; once it closes, the command runs with
+ * the id, the token and the node in its environment. */
+static void test_leader_timeout_and_env(void)
+{
+    char path[128];
+    zkt_path("cli-leader-env", path, sizeof path);
+    zkr_client_t *c = zkt_client(10000);
+    zkr_latch_t *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l, c, path, "c-leader"), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_start(l), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_await(l, RUN_MS), ZKR_OK);
+    const char *err = wfile("err-leader");
+    const char *const t0[] = {"--hosts", zkt_hosts(), "--leader", "-t", "0", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, t0), 1);
+    assert_one_line(err, "has another leader");
+    const char *const t3[] = {"--hosts", zkt_hosts(), "-L", "-t", "0.3", "-E", "7", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, t3), 7);
+    assert_one_line(err, "not gained within");
+    CU_ASSERT_EQUAL(children_of(path), 1); /* only the C leader's node */
+    CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    zkr_latch_free(l);
+
+    const char *rec = wfile("leader-env");
+    char script[600];
+    snprintf(script, sizeof script, "echo \"$ZKR_LEADER_ID $ZKR_FENCING_TOKEN $ZKR_LOCK_NODE $ZKR_LOCK_PATH\" > %s",
+             rec);
+    const char *const run[] = {"--hosts", zkt_hosts(), "--leader", "--id", "tool-7", path, "--", "sh", "-c", script,
+                               NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, NULL, run), 0);
+    char *t = slurp(rec);
+    char id[64], node[256], lp[128];
+    long long token = 0;
+    CU_ASSERT_EQUAL_FATAL(sscanf(t, "%63s %lld %255s %127s", id, &token, node, lp), 4);
+    CU_ASSERT_STRING_EQUAL(id, "tool-7");
+    CU_ASSERT_STRING_EQUAL(lp, path);
+    char prefix[160];
+    snprintf(prefix, sizeof prefix, "%s/_c_", path);
+    CU_ASSERT_EQUAL(strncmp(node, prefix, strlen(prefix)), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(node, "-latch-"));
+    CU_ASSERT(token > 0);
+    free(t);
+    CU_ASSERT_EQUAL(children_of(path), 0);
+    zkr_client_close(c);
+}
+
 /* ---- bad usage, no server, no command ------------------------------------------------------- */
 
 static void usage_case(const char *const *args, const char *what)
@@ -456,6 +563,8 @@ static void test_usage_and_errors(void)
     usage_case((const char *const[]){"--bogus", "/x", "--", "true", NULL}, "unknown option --bogus");
     usage_case((const char *const[]){"--semaphore", "0", "/x", "--", "true", NULL}, "--semaphore");
     usage_case((const char *const[]){"--read", "--write", "/x", "--", "true", NULL}, "one lock kind");
+    usage_case((const char *const[]){"--leader", "--read", "/x", "--", "true", NULL}, "one lock kind");
+    usage_case((const char *const[]){"--id", "me", "/x", "--", "true", NULL}, "--id goes with --leader");
     usage_case((const char *const[]){"relative", "--", "true", NULL}, "absolute");
     usage_case((const char *const[]){"/x", "true", NULL}, "expected --");
     usage_case((const char *const[]){"/x", "--", NULL}, "no COMMAND");
@@ -467,8 +576,9 @@ static void test_usage_and_errors(void)
     CU_ASSERT_EQUAL(run_tool(out, err, (const char *const[]){"--help", NULL}), 0);
     char *t = slurp(out);
     const char *opts[] = {"--hosts", "--session-timeout", "--connect-timeout", "--chroot", "--auth", "--read",
-                          "--write", "--semaphore", "--semaphore-mutex", "--timeout", "--conflict-exit-code",
-                          "--grace", "--kill-after", "--print", "--verbose", "--quiet", "--help", "--version",
+                          "--write", "--semaphore", "--semaphore-mutex", "--leader", "--id", "--timeout",
+                          "--conflict-exit-code", "--grace", "--kill-after", "--print", "--verbose", "--quiet",
+                          "--help", "--version",
                           "Exit status", "64", "69", "75", "77", "126", "127", "128+N"};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(t, opts[i]));
@@ -590,6 +700,14 @@ static void add_suites(void)
     CU_add_test(s, "stalled connection, no grace: command stopped when in doubt, exit 75", test_lost_in_doubt);
     CU_add_test(s, "stalled past the session: LOST, SIGTERM ignored, SIGKILL, exit 75", test_lost_session);
     CU_add_test(s, "short stall within --grace: the command survives", test_grace_survives);
+    CU_add_test(s, "--leader: two runs lead one after the other; --print --leader lists both",
+                test_leader_one_at_a_time);
+    CU_add_test(s, "--leader: another leader gives the conflict code; the id, token and node in the environment",
+                test_leader_timeout_and_env);
+    CU_add_test(s, "--leader, stalled connection, no grace: command stopped when in doubt, exit 75",
+                test_leader_in_doubt);
+    CU_add_test(s, "--leader, stalled past the session: leadership lost, SIGKILL, exit 75",
+                test_leader_lost_session);
 }
 
 int main(void)

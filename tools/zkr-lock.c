@@ -9,7 +9,14 @@
  * changes, signals, the child's end), polling the hold state as well, and
  * stops the command when the hold is lost or in doubt longer than --grace.
  * The lock is released when the command ends, whatever happened.  See
- * zkr-lock.1 for the user's side. */
+ * zkr-lock.1 for the user's side.
+ *
+ * --leader joins a leader election instead (zkr_latch_t, Curator's
+ * LeaderLatch) and runs the command while this process leads.  The latch
+ * keeps leadership through a connection that is down (the session policy:
+ * only a LOST session ends it), and the tool treats leadership as it treats
+ * a hold: IN_DOUBT while the connection is down (so --grace applies), LOST
+ * once the latch no longer leads or leads a new term. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -31,6 +38,9 @@ typedef struct tool {
     zkr_rwlock_t *rw;      /* --read, --write */
     zkr_semaphore_t *sem;  /* --semaphore N, --semaphore-mutex (1 lease) */
     zkr_lease_t *lease;
+    zkr_latch_t *latch;    /* --leader */
+    char *id;              /* its participant id (malloc'd) */
+    int64_t term_token;    /* the token of the term the command runs in */
     zkr_lock_ref_t ref;    /* mutex and read/write halves */
     int held;
 } tool_t;
@@ -42,6 +52,16 @@ static void on_hold(zkr_hold_state_t s, const char *node, void *ctx)
     (void)ctx;
     zkrl_vlog("hold %s: %s", node, zkr_hold_state_name(s));
     zkrl_event(ZKRL_EV_HOLD, (int)s);
+}
+
+static void on_leader(int is_leader, int64_t token, void *ctx)
+{
+    (void)ctx;
+    if (is_leader)
+        zkrl_vlog("leader (fencing token %" PRId64 ")", token);
+    else
+        zkrl_vlog("not leader");
+    zkrl_event(ZKRL_EV_HOLD, is_leader ? (int)ZKR_HOLD_SAFE : (int)ZKR_HOLD_LOST);
 }
 
 static void on_state(zkr_client_t *c, zkr_state_t s, void *ctx)
@@ -67,11 +87,38 @@ static int exit_for(int rc)
 
 /* ---- the lock, whatever its kind ----------------------------------------------- */
 
+/* --leader: the latch, joined at once (its own thread creates the node). */
+static int leader_new(tool_t *t)
+{
+    const zkrl_opts_t *o = &t->o;
+    if (o->id) {
+        t->id = strdup(o->id);
+    } else {
+        char host[256] = "localhost";
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        if (asprintf(&t->id, "%s-%ld", host, (long)getpid()) < 0)
+            t->id = NULL;
+    }
+    if (!t->id)
+        return ZKR_ENOMEM;
+    int rc = zkr_latch_new(&t->latch, t->c, o->path, t->id);
+    if (rc == ZKR_OK)
+        rc = zkr_latch_set_policy(t->latch, ZKR_LEADER_POLICY_SESSION);
+    if (rc == ZKR_OK)
+        rc = zkr_latch_set_listener(t->latch, on_leader, t);
+    if (rc == ZKR_OK)
+        rc = zkr_latch_start(t->latch);
+    return rc;
+}
+
 static int lock_new(tool_t *t)
 {
     const zkrl_opts_t *o = &t->o;
     int rc;
     switch (o->kind) {
+    case ZKRL_LEADER:
+        return leader_new(t);
     case ZKRL_READ:
     case ZKRL_WRITE:
         if ((rc = zkr_rwlock_new(&t->rw, t->c, o->path)) != ZKR_OK)
@@ -96,27 +143,65 @@ static int lock_new(tool_t *t)
 
 static int lock_acquire(tool_t *t, int64_t timeout_ms)
 {
+    if (t->latch) {
+        int rc = zkr_latch_await(t->latch, timeout_ms);
+        if (rc == ZKR_OK && zkr_latch_fencing_token(t->latch, &t->term_token) != ZKR_OK)
+            rc = ZKR_ETIMEDOUT; /* led for an instant only: wait on */
+        return rc;
+    }
     if (t->sem)
         return zkr_semaphore_acquire(t->sem, timeout_ms, &t->lease);
     return zkr_lock_acquire(t->ref, timeout_ms);
 }
 
+/* Leadership as a hold: SAFE leading the same term, connected;
+ * IN_DOUBT leading but not connected; LOST otherwise. */
+static zkr_hold_state_t leader_state(tool_t *t)
+{
+    int64_t token = -1;
+    if (!zkr_latch_has_leadership(t->latch) || zkr_latch_fencing_token(t->latch, &token) != ZKR_OK ||
+        token != t->term_token)
+        return ZKR_HOLD_LOST;
+    return zkr_client_is_connected(t->c) ? ZKR_HOLD_SAFE : ZKR_HOLD_IN_DOUBT;
+}
+
 static zkr_hold_state_t lock_state(tool_t *t)
 {
+    if (t->latch)
+        return leader_state(t);
     return t->sem ? zkr_lease_hold_state(t->lease) : zkr_lock_hold_state(t->ref);
 }
 
 static int64_t lock_token(tool_t *t)
 {
     int64_t token = -1;
+    if (t->latch)
+        return t->term_token;
     int rc = t->sem ? zkr_lease_fencing_token(t->lease, &token) : zkr_lock_fencing_token(t->ref, &token);
     return rc == ZKR_OK ? token : -1;
+}
+
+/* --leader: our node, the participant whose token is this term's. */
+static char *leader_node(tool_t *t)
+{
+    zkr_participant_t *ps = NULL;
+    size_t n = 0;
+    char *node = NULL;
+    if (zkr_election_participants(t->c, t->o.path, ZKR_ELECTION_LATCH, &ps, &n) != ZKR_OK)
+        return NULL;
+    for (size_t i = 0; i < n && !node; i++)
+        if (ps[i].token == t->term_token)
+            node = strdup(ps[i].node_path);
+    zkr_participants_free(ps, n);
+    return node;
 }
 
 /* Our node's full path (malloc'd), or NULL if it cannot be told. */
 static char *lock_node(tool_t *t, int64_t token)
 {
     char *node = NULL;
+    if (t->latch)
+        return leader_node(t);
     if (t->sem)
         return zkr_lease_path(t->lease) ? strdup(zkr_lease_path(t->lease)) : NULL;
     if (t->m)
@@ -140,6 +225,8 @@ static int lock_release(tool_t *t)
     if (!t->held)
         return ZKR_OK;
     t->held = 0;
+    if (t->latch) /* leaving the election: the only way to give leadership up */
+        return zkr_latch_close(t->latch, ZKR_LATCH_CLOSE_SILENT);
     if (t->sem) {
         zkr_lease_t *l = t->lease;
         t->lease = NULL;
@@ -150,6 +237,10 @@ static int lock_release(tool_t *t)
 
 static void lock_free(tool_t *t)
 {
+    zkr_latch_free(t->latch); /* leaves the election if still in it */
+    t->latch = NULL;
+    free(t->id);
+    t->id = NULL;
     zkr_mutex_free(t->m);
     zkr_rwlock_free(t->rw);
     zkr_semaphore_free(t->sem);
@@ -238,9 +329,19 @@ static int acquire(tool_t *t)
         int64_t left = deadline < 0 ? -1 : deadline - zkrl_now_ms();
         if (deadline >= 0 && left < 0)
             left = 0;
-        zkrl_abort_arm(t->c, o->hosts);
-        rc = lock_acquire(t, left);
-        int sig = zkrl_abort_disarm();
+        int sig;
+        if (t->latch) {
+            /* no session to end: the latch would only join again; look
+             * for a signal between slices instead */
+            rc = lock_acquire(t, left < 0 || left > SLICE_MS ? SLICE_MS : left);
+            sig = zkrl_abort_signal();
+            if (rc == ZKR_ETIMEDOUT && !sig && (deadline < 0 || zkrl_now_ms() < deadline))
+                continue;
+        } else {
+            zkrl_abort_arm(t->c, o->hosts);
+            rc = lock_acquire(t, left);
+            sig = zkrl_abort_disarm();
+        }
         t->held = rc == ZKR_OK;
         if (sig) {
             lock_release(t);
@@ -264,9 +365,10 @@ static int acquire(tool_t *t)
         }
         if (rc == ZKR_ETIMEDOUT || rc == ZKR_ESESSIONLOST) {
             if (o->timeout_ms == 0)
-                zkrl_err("%s is held by another process", o->path);
+                zkrl_err(t->latch ? "%s has another leader" : "%s is held by another process", o->path);
             else
-                zkrl_err("%s not acquired within %.1f s", o->path, (double)(zkrl_now_ms() - start) / 1000.0);
+                zkrl_err(t->latch ? "leadership of %s not gained within %.1f s" : "%s not acquired within %.1f s",
+                         o->path, (double)(zkrl_now_ms() - start) / 1000.0);
             return o->conflict_code;
         }
         if (rc == ZKR_ENONODE && o->chroot) {
@@ -328,15 +430,18 @@ static int check_hold(tool_t *t, watch_t *w)
     }
     zkr_hold_state_t s = lock_state(t);
     if (s == ZKR_HOLD_LOST || s == ZKR_HOLD_NONE || w->client_lost) {
-        zkrl_err("lost the lock on %s (session gone): stopping the command", t->o.path);
+        if (t->latch)
+            zkrl_err("lost leadership of %s: stopping the command", t->o.path);
+        else
+            zkrl_err("lost the lock on %s (session gone): stopping the command", t->o.path);
         w->unsafe = 1;
     } else if (s == ZKR_HOLD_IN_DOUBT) {
         if (!w->doubt_since)
             w->doubt_since = now;
         int64_t left = w->doubt_since + t->o.grace_ms - now;
         if (left <= 0) {
-            zkrl_err("the hold on %s is in doubt (connection lost) for %.1f s: stopping the command", t->o.path,
-                     (double)(now - w->doubt_since) / 1000.0);
+            zkrl_err("%s %s is in doubt (connection lost) for %.1f s: stopping the command",
+                     t->latch ? "leadership of" : "the hold on", t->o.path, (double)(now - w->doubt_since) / 1000.0);
             w->unsafe = 1;
         } else if (left < timeout) {
             timeout = (int)left;
@@ -357,13 +462,14 @@ static int run_command(tool_t *t, const sigset_t *mask)
     const zkrl_opts_t *o = &t->o;
     int64_t token = lock_token(t);
     char *node = lock_node(t, token);
-    char *env[4] = {NULL, NULL, NULL, NULL};
+    char *env[5] = {NULL, NULL, NULL, NULL, NULL};
     if (asprintf(&env[0], "ZKR_LOCK_PATH=%s", o->path) < 0 ||
         asprintf(&env[1], "ZKR_LOCK_NODE=%s", node ? node : "") < 0 ||
-        asprintf(&env[2], "ZKR_FENCING_TOKEN=%" PRId64, token) < 0) {
+        asprintf(&env[2], "ZKR_FENCING_TOKEN=%" PRId64, token) < 0 ||
+        (t->latch && asprintf(&env[3], "ZKR_LEADER_ID=%s", t->id) < 0)) {
         zkrl_err("out of memory");
         free(node);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             free(env[i]);
         return ZKRL_EX_SOFTWARE;
     }
@@ -373,7 +479,7 @@ static int run_command(tool_t *t, const sigset_t *mask)
     watch_t w;
     memset(&w, 0, sizeof w);
     int code = zkrl_spawn(&w.ch, o->argv, env, mask);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free(env[i]);
     if (code)
         return code;
@@ -401,7 +507,8 @@ static int run_command(tool_t *t, const sigset_t *mask)
         return ZKRL_EX_LOST;
     drain_events(&w);
     if (lock_state(t) == ZKR_HOLD_LOST || w.client_lost) {
-        zkrl_err("lost the lock on %s (session gone) while the command ran", o->path);
+        zkrl_err(t->latch ? "lost leadership of %s while the command ran"
+                          : "lost the lock on %s (session gone) while the command ran", o->path);
         return ZKRL_EX_LOST;
     }
     return code;

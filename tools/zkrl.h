@@ -36,7 +36,8 @@ typedef enum zkrl_kind {
     ZKRL_READ,
     ZKRL_WRITE,
     ZKRL_SEMAPHORE,
-    ZKRL_SEMAPHORE_MUTEX
+    ZKRL_SEMAPHORE_MUTEX,
+    ZKRL_LEADER              /* a leader election (Curator LeaderLatch) */
 } zkrl_kind_t;
 
 typedef struct zkrl_opts {
@@ -52,6 +53,7 @@ typedef struct zkrl_opts {
     int conflict_code;
     zkrl_kind_t kind;
     int leases;              /* --semaphore N */
+    const char *id;          /* --id: the participant id (--leader) */
     int print;
     int verbose;
     int quiet;

@@ -95,11 +95,13 @@ int zkrl_path_ok(const char *p)
 
 static const char usage_text[] =
     "Usage: zkr-lock [options] LOCKPATH -- COMMAND [ARG...]\n"
-    "       zkr-lock [options] --print LOCKPATH\n"
+    "       zkr-lock [options] --leader [--id ID] ELECTIONPATH -- COMMAND [ARG...]\n"
+    "       zkr-lock [options] --print [--leader] LOCKPATH\n"
     "\n"
-    "Run COMMAND while holding a ZooKeeper lock (Curator-compatible), and pass\n"
-    "its exit status through.  The command's environment gets ZKR_LOCK_PATH,\n"
-    "ZKR_LOCK_NODE and ZKR_FENCING_TOKEN.\n"
+    "Run COMMAND while holding a ZooKeeper lock (Curator-compatible), or while\n"
+    "leading an election (Curator LeaderLatch), and pass its exit status\n"
+    "through.  The command's environment gets ZKR_LOCK_PATH, ZKR_LOCK_NODE and\n"
+    "ZKR_FENCING_TOKEN (and ZKR_LEADER_ID with --leader).\n"
     "\n"
     "Connection:\n"
     "  -H, --hosts HOSTS          ZooKeeper hosts \"h1:2181,h2:2181\" (default $ZKR_HOSTS,\n"
@@ -114,6 +116,10 @@ static const char usage_text[] =
     "  -w, --write                the write half of a read/write lock\n"
     "  -s, --semaphore N          one lease of a semaphore of N leases\n"
     "  -S, --semaphore-mutex      the non-reentrant mutex (a semaphore of 1 lease)\n"
+    "  -L, --leader               a leader election (Curator LeaderLatch): join it,\n"
+    "                             run COMMAND once this process leads\n"
+    "      --id ID                the participant id stored in the election node\n"
+    "                             (--leader; default HOSTNAME-PID)\n"
     "Waiting and holding:\n"
     "  -t, --timeout SECONDS      wait at most this long (0: try once; default forever)\n"
     "  -n, --nonblock             the same as --timeout 0\n"
@@ -124,7 +130,9 @@ static const char usage_text[] =
     "Other:\n"
     "  -p, --print                print the holders and the queue, one per line:\n"
     "                             ROLE NODE SESSION TOKEN (--read/--write/--semaphore\n"
-    "                             choose how the lock directory is read)\n"
+    "                             choose how the lock directory is read); with\n"
+    "                             --leader: leader, then participant, lines with\n"
+    "                             the ID as a fifth field\n"
     "  -v, --verbose              log connection and hold state changes (timestamps)\n"
     "  -q, --quiet                no messages of zkr-lock's own, except usage errors\n"
     "  -h, --help                 this help\n"
@@ -132,12 +140,13 @@ static const char usage_text[] =
     "\n"
     "Exit status:\n"
     "  N     the command's own exit status (0 on success)\n"
-    "  1     the lock was not acquired in time (--conflict-exit-code)\n"
+    "  1     the lock was not acquired (or leadership not gained) in time\n"
+    "        (--conflict-exit-code)\n"
     "  64    bad usage (a --chroot that does not exist included)\n"
     "  69    cannot connect to ZooKeeper\n"
     "  70    internal error\n"
-    "  75    the hold was lost (or in doubt longer than --grace) while the command\n"
-    "        ran: the command was stopped\n"
+    "  75    the hold or leadership was lost (or in doubt longer than --grace)\n"
+    "        while the command ran: the command was stopped\n"
     "  77    authentication refused, or the lock path's ACL denies access\n"
     "  126   the command was found but cannot be executed\n"
     "  127   the command was not found\n"
@@ -205,7 +214,7 @@ static int set_auth(zkrl_opts_t *o, const char *spec, const char *where)
     return -1;
 }
 
-enum { OPT_SESSION = 256, OPT_CONNECT, OPT_CHROOT, OPT_AUTH };
+enum { OPT_SESSION = 256, OPT_CONNECT, OPT_CHROOT, OPT_AUTH, OPT_ID };
 
 static const struct option longopts[] = {
     {"hosts", required_argument, NULL, 'H'},
@@ -217,6 +226,8 @@ static const struct option longopts[] = {
     {"write", no_argument, NULL, 'w'},
     {"semaphore", required_argument, NULL, 's'},
     {"semaphore-mutex", no_argument, NULL, 'S'},
+    {"leader", no_argument, NULL, 'L'},
+    {"id", required_argument, NULL, OPT_ID},
     {"timeout", required_argument, NULL, 't'},
     {"nonblock", no_argument, NULL, 'n'},
     {"conflict-exit-code", required_argument, NULL, 'E'},
@@ -258,6 +269,12 @@ static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
     case 'r': o->kind = ZKRL_READ; ++*kinds; return -1;
     case 'w': o->kind = ZKRL_WRITE; ++*kinds; return -1;
     case 'S': o->kind = ZKRL_SEMAPHORE_MUTEX; ++*kinds; return -1;
+    case 'L': o->kind = ZKRL_LEADER; ++*kinds; return -1;
+    case OPT_ID:
+        if (strlen(arg) > 4096)
+            return usage_error("--id is too long (4096 bytes at most)");
+        o->id = arg;
+        return -1;
     case 's':
         ++*kinds;
         o->kind = ZKRL_SEMAPHORE;
@@ -308,7 +325,7 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
 
     int c, kinds = 0;
     opterr = 0; /* our own one-line messages */
-    while ((c = getopt_long(argc, argv, "+:H:rws:St:nE:g:k:pvqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:H:rws:SLt:nE:g:k:pvqhV", longopts, NULL)) != -1) {
         if (c == '?') {
             if (optopt)
                 return usage_error("unknown option -%c", optopt);
@@ -321,7 +338,9 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
             return rc;
     }
     if (kinds > 1)
-        return usage_error("choose one lock kind: --read, --write, --semaphore or --semaphore-mutex");
+        return usage_error("choose one lock kind: --read, --write, --semaphore, --semaphore-mutex or --leader");
+    if (o->id && o->kind != ZKRL_LEADER)
+        return usage_error("--id goes with --leader");
     if (optind >= argc)
         return usage_error("no LOCKPATH given");
     o->path = argv[optind++];

@@ -3,7 +3,9 @@
  * The order of the queue comes from the library (zkr_*_participants: full
  * paths in Curator's lock order); the session and the fencing token (czxid)
  * of each node come from a zoo_exists on a plain handle of our own, since
- * the public API tells them only for our own holds. */
+ * the public API tells them only for our own holds.  An election
+ * (--leader) is read by the library alone: zkr_election_participants
+ * gives every node's session, czxid and id. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,8 +158,40 @@ static int list_nodes(const zkrl_opts_t *o, zkr_client_t *c, listing_t *l)
     return rc == ZKR_OK ? 0 : list_error(o, rc);
 }
 
+/* --print --leader: "leader|participant NODE SESSION TOKEN ID". */
+static int print_election(const zkrl_opts_t *o, zkr_client_t *c)
+{
+    zkr_participant_t *ps = NULL;
+    size_t n = 0;
+    int rc = zkr_election_participants(c, o->path, ZKR_ELECTION_LATCH, &ps, &n);
+    if (rc != ZKR_OK)
+        return list_error(o, rc);
+    for (size_t i = 0; i < n; i++) {
+        printf("%s ", ps[i].is_leader ? "leader" : "participant");
+        put_escaped(ps[i].node_path);
+        printf(" 0x%llx %lld ", (unsigned long long)ps[i].session, (long long)ps[i].token);
+        /* the id as stored: bytes, not checked; escaped, spaces included */
+        for (size_t k = 0; k < ps[i].id_len; k++) {
+            unsigned char ch = (unsigned char)ps[i].id[k];
+            if (ch <= 0x20 || ch == 0x7f || ch == '\\')
+                printf("\\x%02x", ch);
+            else
+                putchar(ch);
+        }
+        putchar('\n');
+    }
+    zkr_participants_free(ps, n);
+    if (fflush(stdout) != 0) {
+        zkrl_err("cannot write the listing");
+        return ZKRL_EX_SOFTWARE;
+    }
+    return 0;
+}
+
 int zkrl_print(const zkrl_opts_t *o, zkr_client_t *c)
 {
+    if (o->kind == ZKRL_LEADER)
+        return print_election(o, c);
     listing_t l;
     memset(&l, 0, sizeof l);
     int code = list_nodes(o, c, &l);

@@ -169,8 +169,8 @@ ZKR_EXTERN zkr_hold_state_t zkr_hold_state(const zkr_hold_t *hold);
 /* The hold's node path (owned by the hold); NULL for NULL. */
 ZKR_EXTERN const char *zkr_hold_node_path(const zkr_hold_t *hold);
 
-/* The hold's kind: "mutex", "semaphore-mutex", "read", "write"; "invalid"
- * for NULL. */
+/* The hold's kind: "mutex", "semaphore-mutex", "read", "write", "leader"
+ * (zkr_leader_acquire_async); "invalid" for NULL. */
 ZKR_EXTERN const char *zkr_hold_kind(const zkr_hold_t *hold);
 
 #ifdef __cplusplus

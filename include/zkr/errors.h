@@ -30,7 +30,10 @@ extern "C" {
     XX(EZOOKEEPER, -15, "ZooKeeper error")              /* another ZooKeeper error */           \
     XX(ESYSTEM, -16, "system error")                    /* threads, randomness */              \
     XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */      \
-    XX(ECANCELED, -18, "acquire cancelled")             /* zkr_async_cancel */
+    XX(ECANCELED, -18, "acquire cancelled")             /* zkr_async_cancel */                  \
+    XX(EGUARD, -19, "hold no longer stands: nothing was written") /* guarded write */        \
+    XX(ENOTLEADER, -20, "not the leader")               /* proclaim, token, interrupt */       \
+    XX(ESTATE, -21, "not started, or closed already")   /* latch, selector lifecycle */
 
 typedef enum zkr_error {
     ZKR_OK = 0,

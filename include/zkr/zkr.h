@@ -13,5 +13,7 @@
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
 #include "zkr/async.h"
+#include "zkr/guard.h"
+#include "zkr/leader.h"
 
 #endif

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -18,6 +19,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -255,6 +260,134 @@ public class CuratorBench {
                 n / (drain / 1e3), gaps[(n - 1) / 2], gaps[(int) ((n - 1) * 0.99)], errors[0], queued);
     }
 
+    // ---- leader election (tests/bench/bench_leader.c is the C side) ----
+
+    /** One participant of a latch or selector election, on session c. */
+    static final class Part {
+        final int no;
+        LeaderLatch latch;
+        LeaderSelector sel;
+        volatile double toldMs;                 // when last told it leads
+        volatile CountDownLatch endTerm = new CountDownLatch(1);
+
+        Part(int no) { this.no = no; }
+    }
+
+    static Part join(boolean isLatch, CuratorFramework c, String path, int no, List<Part> told) throws Exception {
+        Part p = new Part(no);
+        if (isLatch) {
+            p.latch = new LeaderLatch(c, path, "p" + no);
+            p.latch.addListener(new LeaderLatchListener() {
+                public void isLeader() {
+                    p.toldMs = nowMs();
+                    synchronized (told) { told.add(p); told.notifyAll(); }
+                }
+                public void notLeader() {}
+            });
+            p.latch.start();
+        } else {
+            p.sel = new LeaderSelector(c, path, new LeaderSelectorListenerAdapter() {
+                public void takeLeadership(CuratorFramework cf) throws Exception {
+                    p.toldMs = nowMs();
+                    synchronized (told) { told.add(p); told.notifyAll(); }
+                    p.endTerm.await();
+                    p.endTerm = new CountDownLatch(1);
+                }
+            });
+            p.sel.setId("p" + no);
+            p.sel.autoRequeue();
+            p.sel.start();
+        }
+        return p;
+    }
+
+    static void leave(Part p) throws Exception {
+        if (p.latch != null)
+            p.latch.close();
+        else {
+            p.endTerm.countDown();
+            p.sel.close();
+        }
+    }
+
+    static Part nextTold(List<Part> told, long waitMs) throws Exception {
+        long end = System.currentTimeMillis() + waitMs;
+        synchronized (told) {
+            while (told.isEmpty() && System.currentTimeMillis() < end)
+                told.wait(Math.max(1, end - System.currentTimeMillis()));
+            return told.isEmpty() ? null : told.remove(0);
+        }
+    }
+
+    /** Hand-over with n participants, one session each: the leader leaves
+     * (latch: close, then it joins again at the back; selector: its
+     * takeLeadership returns, auto-requeue puts it at the back) until the
+     * next participant is told it leads. */
+    static String runHandover(String name, boolean isLatch, int n, double seconds) throws Exception {
+        String path = "/zkr-bench/curator-" + name + "-" + (++runNo) + "-" + ProcessHandle.current().pid();
+        List<Part> told = new ArrayList<>();
+        Part[] parts = new Part[n];
+        for (int i = 0; i < n; i++) {
+            parts[i] = join(isLatch, client(i), path, i, told);
+            while (client(0).checkExists().forPath(path) == null
+                    || client(0).getChildren().forPath(path).size() < i + 1)
+                Thread.sleep(1); // joined in order
+        }
+        Lat lat = new Lat();
+        Part leader = nextTold(told, 60000);
+        int errors = 0, joins = n;
+        double t0 = nowMs(), deadline = t0 + seconds * 1e3;
+        while (leader != null && nowMs() < deadline) {
+            double gone = nowMs();
+            if (isLatch) {
+                leader.latch.close();
+            } else {
+                leader.endTerm.countDown();
+            }
+            Part next = nextTold(told, 60000);
+            if (next == null) { errors++; break; }
+            lat.add(next.toldMs - gone);
+            if (isLatch)
+                parts[leader.no] = join(true, client(leader.no), path, leader.no, told);
+            leader = next;
+        }
+        double secs = (nowMs() - t0) / 1e3;
+        for (Part p : parts) leave(p);
+        double[] all = Arrays.copyOf(lat.v, lat.n);
+        Arrays.sort(all);
+        int k = all.length;
+        return String.format("RESULT impl=curator scenario=%s threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=handoff errors=%d", name, n, n, k, secs, k / secs,
+                k > 0 ? all[(k - 1) / 2] : 0, k > 0 ? all[(int) ((k - 1) * 0.99)] : 0, errors);
+    }
+
+    /** n participants over 10 sessions join at once: from the first start
+     * until every node is listed and the first is told it leads. */
+    static String runJoin(String name, boolean isLatch, int n) throws Exception {
+        String path = "/zkr-bench/curator-" + name + "-" + (++runNo) + "-" + ProcessHandle.current().pid();
+        int ns = 10;
+        for (int i = 0; i < ns; i++) client(i);
+        CuratorFramework look = client(ns);
+        List<Part> told = new ArrayList<>();
+        Part[] parts = new Part[n];
+        double t0 = nowMs();
+        for (int i = 0; i < n; i++)
+            parts[i] = join(isLatch, client(i % ns), path, i, told);
+        int errors = 0;
+        for (;;) {
+            if (look.checkExists().forPath(path) != null && look.getChildren().forPath(path).size() >= n)
+                break;
+            if (nowMs() - t0 > 300000) { errors++; break; }
+            Thread.sleep(1);
+        }
+        if (nextTold(told, 60000) == null) errors++;
+        double ms = nowMs() - t0;
+        for (Part p : parts) leave(p);
+        return String.format("RESULT impl=curator scenario=%s threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=join errors=%d", name, n, ns, n, ms / 1e3, n / (ms / 1e3), ms, ms,
+                errors);
+    }
+
     static long usedHeap() throws Exception {
         Runtime rt = Runtime.getRuntime();
         for (int i = 0; i < 3; i++) { System.gc(); Thread.sleep(100); }
@@ -299,6 +432,10 @@ public class CuratorBench {
                 switch (w[1]) {
                 case "waiters": out = runWaiters(count > 0 ? count : 1000); break;
                 case "heap": out = runHeap(count > 0 ? count : 10000); break;
+                case "latch10": out = runHandover(w[1], true, 10, Double.parseDouble(w[2])); break;
+                case "selector10": out = runHandover(w[1], false, 10, Double.parseDouble(w[2])); break;
+                case "latchjoin100": out = runJoin(w[1], true, count > 0 ? count : 100); break;
+                case "selectorjoin100": out = runJoin(w[1], false, count > 0 ? count : 100); break;
                 default: out = runTimed(w[1], Double.parseDouble(w[2]));
                 }
             } catch (Throwable e) {

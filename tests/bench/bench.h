@@ -64,5 +64,8 @@ char *bench_lock_path(const bench_cfg_t *cfg, int t, int part);
 /* Special scenarios (bench_special.c). */
 int bench_waiters(const bench_cfg_t *cfg, int waiters);
 int bench_heap(const bench_cfg_t *cfg, int held);
+/* Leader election (bench_leader.c): hand-over and join; count participants
+ * (0: the scenario's). */
+int bench_leader(const bench_cfg_t *cfg, int count);
 
 #endif

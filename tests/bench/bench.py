@@ -39,6 +39,19 @@ PLAN = [
     ("loop64", "64 acquirers on ONE client, each its own mutex: asynchronous, one poll loop "
      "(releases without waiting), against 64 blocking threads", ["zkrblock"]),
 ]
+# leader election (tests/bench/bench_leader.c, CuratorBench.java): latency
+# and join time, not a rate: their own table, ratio = Curator / zkrecipes
+# (> 1: zkrecipes took less time)
+LEADER_PLAN = [
+    ("latch10", "hand-over, LeaderLatch, 10 participants (a session each): the leader closes until the "
+     "next is told it leads", ["curator"]),
+    ("selector10", "hand-over, LeaderSelector (auto-requeue), 10 participants: the term ends until the next "
+     "one's takeLeadership starts", ["curator"]),
+    ("latchjoin100", "100 LeaderLatch participants (10 sessions) join: until all are listed and the first "
+     "is told it leads", ["curator"]),
+    ("selectorjoin100", "100 LeaderSelector participants (10 sessions) join: until all are listed and the "
+     "first leads", ["curator"]),
+]
 PEER_NAMES = {
     "zkr": "zkrecipes", "floor": "C floor create+delete", "floor2": "C floor create+list+delete",
     "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
@@ -305,6 +318,41 @@ def cpu_section(cycles):
     return out
 
 
+def leader_table(lplan, results, whys):
+    """Leader election: latencies and join times, medians over the rounds,
+    and the median of the per-round ratios peer / zkrecipes."""
+    out = ["", "Leader election (lower is better; ratio = peer / zkrecipes per round, median, the per-round "
+           "ratios in brackets: > 1 means zkrecipes took less time):", "",
+           "| scenario | peer | zkrecipes p50 / p99 ms | peer p50 / p99 ms | ratio p50 | ratio p99 | samples zkr / peer "
+           "| req/op zkr / peer |",
+           "|---|---|---|---|---|---|---|---|"]
+    for scen, desc, peers in lplan:
+        z = results.get((scen, "zkr"), [])
+        for impl in peers:
+            p = results.get((scen, impl), [])
+            if not any(p) or not any(z):
+                out.append("| %s | %s | %s | n/a: %s | - | - | - | - |" % (
+                    desc, PEER_NAMES[impl], "n/a: " + whys.get((scen, "zkr"), "") if not any(z) else "-",
+                    whys.get((scen, impl), "no result")[:80].replace("|", "/")))
+                continue
+            cols = []
+            for key in ("p50_ms", "p99_ms"):
+                rr = [float(b[key]) / float(a[key]) for a, b in zip(z, p)
+                      if a and b and float(a[key]) > 0]
+                cols.append("**%s** (%s)" % (fmt(med(rr), 2) + "x" if rr else "-", " ".join("%.2f" % x for x in rr)))
+            out.append("| %s | %s | %s / %s | %s / %s | %s | %s | %s / %s | %s / %s |" % (
+                desc, PEER_NAMES[impl],
+                fmt(med([float(r["p50_ms"]) for r in z if r]), 2), fmt(med([float(r["p99_ms"]) for r in z if r]), 2),
+                fmt(med([float(r["p50_ms"]) for r in p if r]), 2), fmt(med([float(r["p99_ms"]) for r in p if r]), 2),
+                cols[0], cols[1] if "join" not in scen else "-",
+                fmt(med([float(r["ops"]) for r in z if r])), fmt(med([float(r["ops"]) for r in p if r])),
+                fmt(med([r.get("req_per_op") for r in z if r]), 2), fmt(med([r.get("req_per_op") for r in p if r]), 2)))
+    out.append("")
+    out.append("(join rows: p50 and p99 are the one join time of each run. req/op: requests the server received "
+               "per hand-over, or per participant joined, set-up included.)")
+    return out
+
+
 def main():
     global ARGS, PEERS
     ap = argparse.ArgumentParser()
@@ -332,9 +380,13 @@ def main():
         ap.error("rounds 1..20, seconds 0..60")
     wanted = None if ARGS.scenarios == "all" else set(ARGS.scenarios.split(","))
     plan = [p for p in PLAN if wanted is None or p[0] in wanted]
+    if wanted is not None and "leader" in wanted:
+        wanted |= {p[0] for p in LEADER_PLAN}
+    lplan = [p for p in LEADER_PLAN if wanted is None or p[0] in wanted]
     if ARGS.base_driver:
         PEER_NAMES["zkrbase"] = "zkrecipes %s" % ARGS.base_label
         plan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in plan]
+        lplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in lplan]
     extra = [s for s in ("heap", "cpu") if wanted is None or s in wanted]
     t_start = time.time()
 
@@ -356,7 +408,7 @@ def main():
     # JIT warm-up: every scenario once on the JVM, not counted
     cur = PEERS.get("curator")
     if cur and cur.proc:
-        for scen, _, peers in plan:
+        for scen, _, peers in plan + lplan:
             if "curator" in peers:
                 log("bench: warming the JVM up: %s" % scen)
                 cur.ask("run %s %s %d" % (scen, ARGS.seconds, min(ARGS.waiters, 200)), timeout=300)
@@ -364,7 +416,7 @@ def main():
     results = {}  # (scen, impl) -> [result or None per round]
     whys = {}
     for rnd in range(ARGS.rounds):
-        for scen, _, peers in plan:
+        for scen, _, peers in plan + lplan:
             impls = ["zkr"] + peers
             k = rnd % len(impls)
             order = impls[k:] + impls[:k]
@@ -394,10 +446,11 @@ def main():
                  "CPU us/op: CPU time (user + system) of the client process, and of the ZooKeeper server, "
                  "per cycle (whole process, set-up included: an upper bound)")
     lines.append("")
-    lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
-                 "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
-                 "server CPU us/op zkr / peer |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    if plan:
+        lines.append("| scenario | peer | zkrecipes cycles/s | peer cycles/s | ratio zkr/peer | "
+                     "zkr p50 / p99 ms | peer p50 / p99 ms | req/op zkr / peer | client CPU us/op zkr / peer | "
+                     "server CPU us/op zkr / peer |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for scen, desc, peers in plan:
         z = results.get((scen, "zkr"), [])
         label = desc.replace("N waiters", "%d waiters" % ARGS.waiters)
@@ -435,6 +488,8 @@ def main():
                                      ARGS.waiters))
             lines.append("")
 
+    if lplan:
+        lines.extend(leader_table(lplan, results, whys))
     if "heap" in extra:
         lines.append("")
         lines.append("Heap per held lock, %d mutexes held at once by one thread, one client:" % ARGS.heap)

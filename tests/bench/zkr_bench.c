@@ -10,7 +10,10 @@
  * IMPL: zkr, floor (create + delete), floor2 (create + list + delete), redis.
  * SCENARIO: uncontended, threads64, contended4, contended16, multilock5,
  * semaphore, semaphore16, read4, rw90 (timed); waiters (-N waiters, drain
- * time) and heap (-N held locks, heap bytes per held lock) for zkr.
+ * time) and heap (-N held locks, heap bytes per held lock) for zkr;
+ * latch10, selector10 (leader hand-over, -N participants, timed) and
+ * latchjoin100, selectorjoin100 (-N participants join) for zkr
+ * (bench_leader.c).
  * With -n every thread does exactly CYCLES operations (used under
  * callgrind).  Benchmarks print figures; they never assert a speed. */
 #include <errno.h>
@@ -42,6 +45,10 @@ static const scenario_t scenarios[] = {
     {"rw90", BK_RWMIX, 4, 4, 1, 0, 0, 0},
     {"waiters", BK_MUTEX, 1000, 10, 1, 0, 0, 0},
     {"heap", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"latch10", BK_MUTEX, 10, 10, 1, 0, 0, 1},
+    {"selector10", BK_MUTEX, 10, 10, 1, 0, 0, 1},
+    {"latchjoin100", BK_MUTEX, 100, 10, 1, 0, 0, 0},
+    {"selectorjoin100", BK_MUTEX, 100, 10, 1, 0, 0, 0},
 };
 
 double bench_now_ms(void)
@@ -324,5 +331,10 @@ int main(int argc, char **argv)
         return bench_waiters(&cfg, count ? count : 1000);
     if (strcmp(s->name, "heap") == 0)
         return bench_heap(&cfg, count ? count : 10000);
+    if (strncmp(s->name, "latch", 5) == 0 || strncmp(s->name, "selector", 8) == 0) {
+        if (impl != &bench_impl_zkr)
+            bench_die("%s: zkr only", s->name);
+        return bench_leader(&cfg, count);
+    }
     return run_timed(&cfg, impl);
 }

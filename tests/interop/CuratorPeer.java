@@ -30,7 +30,12 @@ public class CuratorPeer {
     static String hosts;
 
     static CuratorFramework newClient() throws Exception {
-        CuratorFramework c = CuratorFrameworkFactory.newClient(hosts, 10000, 5000, new RetryNTimes(3, 100));
+        return newClient(hosts);
+    }
+
+    /** A session of its own on h (the test server, or a proxy in front of it). */
+    static CuratorFramework newClient(String h) throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(h, 10000, 5000, new RetryNTimes(3, 100));
         c.start();
         if (!c.blockUntilConnected(20, TimeUnit.SECONDS))
             throw new IllegalStateException("no connection");
@@ -265,8 +270,16 @@ public class CuratorPeer {
         }
     }
 
-    public static void main(String[] args) throws Exception {
-        hosts = args[0];
+    /** What a peer does with one command line: its answer line. */
+    interface Handler {
+        String handle(CuratorFramework main, String[] words) throws Exception;
+    }
+
+    /** The line loop of every peer: connect, print READY, answer each
+     * command with one line until "quit" or the end of stdin, then run
+     * atQuit and exit. */
+    static void serve(String hostsArg, Handler h, Runnable atQuit) throws Exception {
+        hosts = hostsArg;
         CuratorFramework main = newClient();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         System.out.println("READY");
@@ -280,16 +293,22 @@ public class CuratorPeer {
                 break;
             String answer;
             try {
-                answer = handle(main, line.split(" "));
+                answer = h.handle(main, line.split(" "));
             } catch (Throwable t) {
                 answer = "ERROR " + t.toString().replace('\n', ' ');
             }
             System.out.println(answer);
             System.out.flush();
         }
-        for (Holder h : holders.values())
-            h.releaseNow.countDown();
+        atQuit.run();
         main.close();
         System.exit(0);
+    }
+
+    public static void main(String[] args) throws Exception {
+        serve(args[0], CuratorPeer::handle, () -> {
+            for (Holder h : holders.values())
+                h.releaseNow.countDown();
+        });
     }
 }

@@ -28,8 +28,11 @@ out=${ZKR_INTEROP_CLASSES:-${ZKR_TEST_ZKDIR:-/tmp}/interop-classes}
 mkdir -p "$out"
 main=${ZKR_PEER_MAIN:-CuratorPeer}
 src=${ZKR_PEER_SRC:-$here/CuratorPeer.java}
-if [ ! -f "$out/$main.class" ] || [ "$src" -nt "$out/$main.class" ]; then
-    javac -nowarn -d "$out" -cp "$cp" "$src" >&2
+# -sourcepath: a peer may use another class of its folder (LeaderPeer runs
+# on CuratorPeer's line loop); any newer source there compiles again
+stale=$([ ! -f "$out/$main.class" ] || find "$(dirname "$src")" -maxdepth 1 -name "*.java" -newer "$out/$main.class")
+if [ ! -f "$out/$main.class" ] || [ -n "$stale" ]; then
+    javac -nowarn -d "$out" -cp "$cp" -sourcepath "$(dirname "$src")" "$src" >&2
 fi
 # shellcheck disable=SC2086
 exec java ${ZKR_PEER_JVM:--Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1} -cp "$out:$cp" "$main" "$1"

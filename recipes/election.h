@@ -1,0 +1,104 @@
+/* What the leader recipes (latch.c, selector.c, observe.c, the
+ * asynchronous term in async_api.c) share, from election.c (never
+ * installed). */
+#ifndef ZKR_RECIPES_ELECTION_H
+#define ZKR_RECIPES_ELECTION_H
+
+#include <pthread.h>
+
+#include "recipes/recipes.h"
+#include "zkr/leader.h"
+
+/* The latch's driver: marker "latch-", the first node leads, the others
+ * watch the node just before theirs. */
+extern const zkr__driver_t zkr__latch_driver;
+/* The driver of a kind's nodes; NULL for an unknown kind. */
+const zkr__driver_t *zkr__election_driver(zkr_election_kind_t kind);
+
+/* 1 if id is well-formed UTF-8 of at most ZKR_LEADER_ID_MAX bytes. */
+int zkr__leader_id_ok(const char *id);
+/* The host's first non-loopback IPv4 address as text ("127.0.0.1" if
+ * none), malloc'd; NULL on ENOMEM. */
+char *zkr__host_address(void);
+
+/* Read the node at path into *out (its data, czxid, owner, a copy of the
+ * path), with a data watch if w is not NULL.  Returns a ZooKeeper code
+ * (ZNONODE: gone; ZSYSTEMERROR: out of memory). */
+int zkr__participant_read(zhandle_t *zh, const char *path, watcher_fn w, void *wctx, zkr_participant_t *out);
+
+/* Telling a leadership listener (zkr_leader_fn) on the client thread, in
+ * order, only changes.  The fields are guarded by the owner's *mu. */
+typedef struct zkr__tell {
+    zkr_client_t *c;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cond; /* broadcast when a call has run */
+    zkr_leader_fn fn;
+    void *ctx;
+    void *sub;
+    int told;             /* the last state told (0 at first) */
+    long posted, ran;
+    int in_call;
+    pthread_t calling;
+} zkr__tell_t;
+/* Returns ZKR_OK or ZKR_ENOMEM. */
+int zkr__tell_init(zkr__tell_t *t, zkr_client_t *c, pthread_mutex_t *mu, pthread_cond_t *cond);
+/* Tell is_leader (and the term's token) if it is a change.  *mu held. */
+void zkr__tell_locked(zkr__tell_t *t, int is_leader, int64_t token);
+/* 1 if the calling thread is inside the listener.  *mu held. */
+int zkr__tell_in_call_locked(const zkr__tell_t *t);
+/* Wait until everything told has run, then stop (no lock held). */
+void zkr__tell_finish(zkr__tell_t *t);
+
+/* A participant's seat (seat.c): the object's thread and its node.  The
+ * fields after `c` are guarded by mu. */
+typedef struct zkr__seat {
+    zkr_client_t *c;
+    char *path;
+    char *data;               /* the node's data (the id) */
+    const zkr__driver_t *drv;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;      /* the thread's news, waiters, the listener's calls */
+    zkr__tell_t tell;
+    pthread_t thread;
+    int started, closing, closed, exited;
+    int attempts;             /* failed joins in a row */
+    int leader;               /* the recipe's: leading now */
+    zkr__node_t node;         /* our node while we hold it */
+} zkr__seat_t;
+/* Returns ZKR_OK, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_ECLOSED. */
+int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char *data,
+                   const zkr__driver_t *drv);
+/* Before start: ZKR_OK, ZKR_ESTATE. */
+int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx);
+/* Start the thread: ZKR_OK, ZKR_ESTATE, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
+int zkr__seat_start(zkr__seat_t *s, void *(*main_fn)(void *), void *arg);
+int zkr__seat_client_closed(zkr__seat_t *s);
+/* Wait for news until deadline (a short slice at most).  mu held. */
+void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline);
+/* The thread: queue until first (no deadline; close cancels), node in
+ * s->node, tracked (its state changes wake the thread).  Returns the
+ * codes of zkr__acquire. */
+int zkr__seat_take(zkr__seat_t *s);
+/* The hold's state (LOST once the client closes).  mu held. */
+zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s);
+/* The thread: delete our node (if any). */
+void zkr__seat_give_up(zkr__seat_t *s);
+/* The thread: wait before joining again after rc (longer each time). */
+void zkr__seat_backoff(zkr__seat_t *s, int rc);
+/* Proclaim and guarded writes while leading (ZKR_ENOTLEADER otherwise):
+ * the codes of zkr_latch_proclaim and zkr_latch_guarded_write. */
+int zkr__seat_proclaim(zkr__seat_t *s, const char *value);
+int zkr__seat_guarded_write(zkr__seat_t *s, zkr_op_t *ops, size_t n);
+/* The term's token: ZKR_OK, ZKR_ENOTLEADER. */
+int zkr__seat_token(zkr__seat_t *s, int64_t *token);
+/* End the thread and tell what is left: ZKR_OK, ZKR_ESTATE, ZKR_EDEADLK. */
+int zkr__seat_close(zkr__seat_t *s, int on_own_thread);
+/* The thread's last act: give up the node, say it has ended. */
+void zkr__seat_exit(zkr__seat_t *s);
+void zkr__seat_destroy(zkr__seat_t *s);
+
+/* Proclaim (guard.c): set the node's value while the guard stands.
+ * Returns the codes of zkr_latch_proclaim. */
+int zkr__proclaim(zkr__guard_t *g, const char *value);
+
+#endif
