@@ -32,11 +32,13 @@
  * |                                                        |   test_semaphore no_herd; parity | parity (mutex, read, lease)   |
  * | FIFO order of waiters                                  | test_mutex fifo                  | test_async thousand           |
  * | multi-lock all-or-nothing                              | test_multilock                   | n/a (no asynchronous multi)   |
- * | lost create reply: node adopted, no orphan             | none                             | none                          |
+ * | lost create reply: node adopted, no orphan             | parity (mutex, write, read)      | parity (mutex, write, read)   |
+ * | lost create reply, its session expired meanwhile: no   | parity (mutex, write, read)      | parity (mutex, write, read)   |
+ * |   dead session's node granted, nothing left            |                                  |                               |
  *
- * The last row has no test on either side: the harness's proxy stalls
- * both directions at once, so it cannot let a create through and lose
- * its reply deterministically (that needs a one-way stall). */
+ * The lost replies are made with the proxy's one-way stall
+ * (zkt_proxy_stall_replies): the create reaches the server, its reply is
+ * held in the proxy and lost when the test cuts the connection. */
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
 #define SESSION_MS 4000
@@ -720,6 +723,125 @@ static void test_one_watch_each(void)
     each_api(one_watch_each, kinds, 3);
 }
 
+/* ---- a create's reply lost: our node adopted, nothing orphaned ---------------------- */
+
+/* The name of dir's only child as a full path; 0 unless it has exactly one. */
+static int only_child(zhandle_t *zh, const char *dir, char *out, size_t len)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    int ok = sv.count == 1 && (size_t)snprintf(out, len, "%s/%s", dir, sv.data[0]) < len;
+    deallocate_String_vector(&sv);
+    return ok;
+}
+
+/* The acquire's create reaches the server through a proxy that holds every
+ * reply; the observer (a raw handle straight to the server) sees the node
+ * it made; the connection is cut, so the reply is lost, and the client
+ * reconnects.  With its session alive (expire = 0) the acquire must adopt
+ * that very node: same name, owned by the same session, its czxid the
+ * token, the only node in the directory, gone after the release.  With the
+ * session that sent the create expired meanwhile (expire = 1, while the
+ * replies are held, so the client learns it only on reconnecting), the
+ * dead session's node is never granted: the acquire creates afresh on the
+ * new session, or fails with ZKR_ESESSIONLOST, and nothing is left. */
+static void lost_reply(const api_t *api, int kind, int expire)
+{
+    char path[128], dir[160], lost[512], got[512];
+    zkt_path(expire ? "par-lost-reply-expired" : "par-lost-reply", path, sizeof path);
+    node_dir(kind, path, dir, sizeof dir);
+    zhandle_t *zh = zkt_raw();
+    /* the directory made first: a create into a missing one is refused
+     * ("no node", held like any reply) and makes nothing */
+    int zrc = zoo_create(zh, "/zkr-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT_FATAL(zrc == ZOK || zrc == ZNODEEXISTS);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    int64_t sid = 0, sid_after = 0;
+    char passwd[16];
+    CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &sid, passwd), ZKR_OK);
+    worker_t w;
+    worker_start(&w, api, c, kind, path, 1);
+
+    CU_ASSERT_EQUAL_FATAL(zkt_proxy_stall_replies(px, 1), 0);
+    worker_post(&w, W_ACQUIRE, WAIT_MS);
+    /* the create is on the server, its reply in the proxy */
+    CU_ASSERT_FATAL(zkt_wait_children(zh, dir, 1, WAIT_MS));
+    CU_ASSERT_FATAL(only_child(zh, dir, lost, sizeof lost));
+    struct Stat st;
+    CU_ASSERT_EQUAL_FATAL(zoo_exists(zh, lost, 0, &st), ZOK);
+    CU_ASSERT_EQUAL(st.ephemeralOwner, sid);
+    int64_t lost_czxid = st.czxid;
+    CU_ASSERT_EQUAL(worker_done(&w), 0);
+    if (expire) {
+        CU_ASSERT_EQUAL_FATAL(zkt_expire_session(sid, passwd), 0);
+        CU_ASSERT(zkt_wait_children(zh, dir, 0, WAIT_MS)); /* it went with its session */
+    }
+    zkt_proxy_cut(px); /* the reply goes with the connection */
+    CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 0), 0);
+    CU_ASSERT_FATAL(worker_wait(&w, WAIT_MS));
+    int rc = w.rc;
+    if (rc != ZKR_OK)
+        printf("(acquire: %s) ", zkr_strerror(rc));
+    int64_t owner = 0, czxid = 0;
+    int have = rc == ZKR_OK && only_child(zh, dir, got, sizeof got);
+    if (have && zoo_exists(zh, got, 0, &st) == ZOK) {
+        owner = st.ephemeralOwner;
+        czxid = st.czxid;
+    }
+    if (!expire) {
+        CU_ASSERT_EQUAL(rc, ZKR_OK);
+        CU_ASSERT(have); /* one node of ours: no second create */
+        CU_ASSERT(have && strcmp(got, lost) == 0); /* the node of the lost reply */
+        if (have && strcmp(got, lost) != 0)
+            printf("(granted %s, lost reply's %s) ", got, lost);
+        CU_ASSERT_EQUAL(zkr_client_session(c, &sid_after, NULL), ZKR_OK);
+        CU_ASSERT_EQUAL(sid_after, sid); /* the same session throughout */
+        CU_ASSERT_EQUAL(owner, sid);
+        CU_ASSERT_EQUAL(czxid, lost_czxid);
+    } else {
+        CU_ASSERT(rc == ZKR_OK || rc == ZKR_ESESSIONLOST);
+        CU_ASSERT_EQUAL(zoo_exists(zh, lost, 0, &st), ZNONODE);
+        if (rc == ZKR_OK) {
+            CU_ASSERT(have && strcmp(got, lost) != 0); /* made afresh */
+            CU_ASSERT_EQUAL(zkr_client_session(c, &sid_after, NULL), ZKR_OK);
+            CU_ASSERT(sid_after != sid);
+            CU_ASSERT_EQUAL(owner, sid_after); /* the live session's */
+        } else {
+            CU_ASSERT(zkt_wait_children(zh, dir, 0, WAIT_MS));
+        }
+    }
+    if (rc == ZKR_OK) {
+        CU_ASSERT_EQUAL(worker_do(&w, W_TOKEN, 0), ZKR_OK);
+        CU_ASSERT_EQUAL(w.tok, czxid);
+        CU_ASSERT_EQUAL(worker_do(&w, W_RELEASE, 0), ZKR_OK);
+    }
+    CU_ASSERT(zkt_wait_children(zh, dir, 0, WAIT_MS)); /* nothing orphaned */
+    worker_stop(&w);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+    CU_ASSERT_EQUAL(zoo_delete(zh, dir, -1), ZOK);
+    zkt_raw_close(zh);
+}
+
+static void lost_reply_adopted(const api_t *api, int kind) { lost_reply(api, kind, 0); }
+static void lost_reply_expired(const api_t *api, int kind) { lost_reply(api, kind, 1); }
+
+static void test_lost_reply_adopted(void)
+{
+    static const int kinds[] = {K_MUTEX, K_WRITE, K_READ};
+    each_api(lost_reply_adopted, kinds, 3);
+}
+
+static void test_lost_reply_expired(void)
+{
+    static const int kinds[] = {K_MUTEX, K_WRITE, K_READ};
+    each_api(lost_reply_expired, kinds, 3);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("parity", NULL, NULL);
@@ -730,6 +852,9 @@ static void add_suites(void)
     CU_add_test(s, "fencing tokens increase across holders", test_tokens_increase);
     CU_add_test(s, "semaphore of 2: two leases, a return admits the third", test_lease_count);
     CU_add_test(s, "herd: one watch per waiter", test_one_watch_each);
+    CU_add_test(s, "lost create reply: our node is adopted, nothing orphaned", test_lost_reply_adopted);
+    CU_add_test(s, "lost create reply, its session expired: no dead node adopted, nothing left",
+                test_lost_reply_expired);
 }
 
 int main(void)

@@ -29,7 +29,8 @@ struct zkt_proxy {
     int port;
     atomic_int target;
     atomic_int stalled;
-    atomic_uint stall_seq; /* bumped by every zkt_proxy_stall */
+    atomic_int replies_stalled; /* zkt_proxy_stall_replies: server->client held */
+    atomic_uint stall_seq; /* bumped by every zkt_proxy_stall(_replies) */
     atomic_uint stall_ack; /* the last stall_seq the loop has applied */
     atomic_int cut_req;
     atomic_int stop;
@@ -123,6 +124,7 @@ static void *proxy_main(void *arg)
          * below has stored its state before, so it is the one read here. */
         unsigned seq = atomic_load(&p->stall_seq);
         int stalled = atomic_load(&p->stalled);
+        int replies_stalled = atomic_load(&p->replies_stalled);
         /* From here on this state holds: while stalled, nothing is read
          * (so nothing moves) until a later call changes it. */
         atomic_store(&p->stall_ack, seq);
@@ -141,7 +143,7 @@ static void *proxy_main(void *arg)
             fds[n].events = stalled ? 0 : POLLIN;
             owner[n++] = i;
             fds[n].fd = p->pairs[i].b;
-            fds[n].events = stalled ? 0 : POLLIN;
+            fds[n].events = stalled || replies_stalled ? 0 : POLLIN;
             owner[n++] = i;
         }
         int r = poll(fds, (nfds_t)n, 200);
@@ -183,9 +185,10 @@ static void *proxy_main(void *arg)
             pair_t *pr = &p->pairs[owner[k]];
             if (pr->a < 0)
                 continue;
-            if (stalled) {
-                /* Only an error or a hang-up wakes a stalled pair: close
-                 * it, moving nothing. */
+            if (stalled || (replies_stalled && fds[k].fd == pr->b)) {
+                /* Only an error or a hang-up wakes a stalled pair (or the
+                 * server side of one whose replies are held): close it,
+                 * moving nothing. */
                 if (fds[k].revents & (POLLERR | POLLNVAL | POLLHUP))
                     pair_close(p, pr);
                 continue;
@@ -268,6 +271,19 @@ int zkt_proxy_stall(zkt_proxy_t *p, int on)
     /* Bounded: the loop comes round at least every 200 ms (its poll
      * timeout), or at once when poked; a forward may block it up to 1 s. */
     for (int i = 0; i < 10000; i++) {
+        if ((int)(atomic_load(&p->stall_ack) - seq) >= 0)
+            return 0;
+        usleep(1000);
+    }
+    return -1;
+}
+
+int zkt_proxy_stall_replies(zkt_proxy_t *p, int on)
+{
+    atomic_store(&p->replies_stalled, on);
+    unsigned seq = atomic_fetch_add(&p->stall_seq, 1) + 1;
+    poke(p);
+    for (int i = 0; i < 10000; i++) { /* bounded as zkt_proxy_stall */
         if ((int)(atomic_load(&p->stall_ack) - seq) >= 0)
             return 0;
         usleep(1000);

@@ -20,6 +20,12 @@ const char *zkt_proxy_hosts(const zkt_proxy_t *p);
  * then on, while stalled, not a byte moves either way; -1 if the loop did
  * not answer within 10 s. */
 int zkt_proxy_stall(zkt_proxy_t *p, int on);
+/* Hold what the server sends (1) while what the clients send still passes,
+ * or move it again (0): a request reaches the server and its reply waits
+ * in the proxy (a zkt_proxy_cut meanwhile loses it).  New connections are
+ * held the same way.  Returns once the loop has applied it (0), -1 if it
+ * did not answer within 10 s.  Independent of zkt_proxy_stall. */
+int zkt_proxy_stall_replies(zkt_proxy_t *p, int on);
 /* Bytes the clients have sent that the proxy holds (not yet read: a stall
  * holds every request sent into it here). */
 long zkt_proxy_held(zkt_proxy_t *p);
