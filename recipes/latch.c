@@ -172,11 +172,31 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
 {
     if (!l || (mode != ZKR_LATCH_CLOSE_SILENT && mode != ZKR_LATCH_CLOSE_NOTIFY_LEADER))
         return ZKR_EINVAL;
-    pthread_mutex_lock(&l->seat.mu);
-    if (l->seat.started && !l->seat.closed && !zkr__tell_in_call_locked(&l->seat.tell))
-        l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER; /* else refused below */
-    pthread_mutex_unlock(&l->seat.mu);
-    return zkr__seat_close(&l->seat, 0);
+    zkr__seat_t *s = &l->seat;
+    zkr__node_t node = {0};
+    pthread_mutex_lock(&s->mu);
+    if (s->started && !s->closed && !zkr__tell_in_call_locked(&s->tell)) { /* else refused below */
+        l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER;
+        /* Leave at once from this thread, without waiting for the latch's
+         * own to wake up: no longer leader (told first if asked), then our
+         * node goes; the thread sees `closing` and ends. */
+        if (s->leader) {
+            s->leader = 0;
+            if (l->notify_on_close)
+                zkr__tell_locked(&s->tell, 0, 0);
+            else
+                s->tell.told = 0; /* SILENT: nobody is told */
+            pthread_cond_broadcast(&s->cond);
+        }
+        s->closing = 1;
+        node = s->node;
+        memset(&s->node, 0, sizeof s->node);
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (node.path)
+        zkr__node_delete(s->c, &node); /* a lost node's delete ends in the background */
+    return zkr__seat_close(s, 0);
 }
 
 void zkr_latch_free(zkr_latch_t *l)
