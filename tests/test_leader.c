@@ -403,7 +403,21 @@ static void test_latch_outside_deletion(void)
     CU_ASSERT_EQUAL_FATAL(n, 2);
     CU_ASSERT_STRING_EQUAL(p[0].id, "b");
     CU_ASSERT_STRING_EQUAL(p[1].id, "a");
+    /* A waiter's node deleted by someone: it joins again, behind. */
+    CU_ASSERT_EQUAL(zoo_delete(raw, p[1].node_path, -1), ZOK);
     zkr_participants_free(p, n);
+    int64_t t0 = zkt_now_ms();
+    do {
+        zkt_sleep_ms(20);
+        n = participants(a, path, ZKR_ELECTION_LATCH, &p);
+        int back = n == 2 && strcmp(p[1].id, "a") == 0;
+        zkr_participants_free(p, n);
+        if (back)
+            break;
+    } while (zkt_now_ms() - t0 < WAIT_MS);
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_TRUE(zkr_latch_has_leadership(lb));
+    CU_ASSERT_FALSE(zkr_latch_has_leadership(la));
 
     /* The whole path goes (a cluster rebuilt): both reset, one leads. */
     struct String_vector sv = {0, NULL};
@@ -417,7 +431,7 @@ static void test_latch_outside_deletion(void)
     }
     zoo_delete(raw, path, -1);
     CU_ASSERT_TRUE(zkt_wait_children(raw, path, 2, WAIT_MS));
-    int64_t t0 = zkt_now_ms();
+    t0 = zkt_now_ms();
     while (zkt_now_ms() - t0 < WAIT_MS && zkr_latch_has_leadership(la) + zkr_latch_has_leadership(lb) != 1)
         zkt_sleep_ms(20);
     CU_ASSERT_EQUAL(zkr_latch_has_leadership(la) + zkr_latch_has_leadership(lb), 1);
