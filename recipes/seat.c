@@ -148,11 +148,14 @@ void zkr__seat_give_up(zkr__seat_t *s)
 void zkr__seat_backoff(zkr__seat_t *s, int rc)
 {
     pthread_mutex_lock(&s->mu);
-    int64_t ms = BACKOFF_MIN_MS << (s->attempts < 6 ? s->attempts : 6);
+    /* Our node gone (deleted, or with the session): join again at once,
+     * as Curator's reset does; anything else, or again, after a pause. */
+    int expected = rc == ZKR_ESESSIONLOST || rc == ZKR_EDELETED;
+    int64_t ms = expected && s->attempts == 0 ? 0 : BACKOFF_MIN_MS << (s->attempts < 6 ? s->attempts : 6);
     s->attempts++;
     if (ms > BACKOFF_MAX_MS)
         ms = BACKOFF_MAX_MS;
-    if (rc != ZKR_ESESSIONLOST && rc != ZKR_EDELETED && rc != ZKR_ECANCELED && rc != ZKR_ECLOSED)
+    if (!expected && rc != ZKR_ECANCELED && rc != ZKR_ECLOSED)
         zkr__log(s->c, ZKR_LOG_WARN, "election %s: joining failed (%s); trying again", s->path,
                  zkr_strerror(rc));
     int64_t until = zkr__now_ms() + ms;
