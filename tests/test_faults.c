@@ -446,7 +446,9 @@ static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outl
     if (!harness)
         return -1;
     char line[2048];
-    snprintf(line, sizeof line, "'%s' %s '%s%s' 2>/dev/null", harness, cmd, ens_dir, sub ? sub : "");
+    /* a failed start says why (which node, how, the end of its log) */
+    snprintf(line, sizeof line, "'%s' %s '%s%s'%s", harness, cmd, ens_dir, sub ? sub : "",
+             strcmp(cmd, "ensemble-start") == 0 ? "" : " 2>/dev/null");
     FILE *f = popen(line, "r");
     if (!f)
         return -1;
