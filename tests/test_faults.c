@@ -446,7 +446,9 @@ static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outl
     if (!harness)
         return -1;
     char line[2048];
-    snprintf(line, sizeof line, "'%s' %s '%s%s' 2>/dev/null", harness, cmd, ens_dir, sub ? sub : "");
+    /* a failed start says why (which node, how, the end of its log) */
+    snprintf(line, sizeof line, "'%s' %s '%s%s'%s", harness, cmd, ens_dir, sub ? sub : "",
+             strcmp(cmd, "ensemble-start") == 0 ? "" : " 2>/dev/null");
     FILE *f = popen(line, "r");
     if (!f)
         return -1;
@@ -647,6 +649,13 @@ typedef struct shared {
     char passwd[WORKERS][16];
     atomic_int ready[WORKERS];
     atomic_int holding[WORKERS];
+    /* Each worker's acquires that returned an error (timed out, session
+     * lost, connection lost, other), its last one, and its client's state
+     * then: printed when a worker does not get in. */
+    atomic_int failed[WORKERS][4];
+    atomic_int last_rc[WORKERS];
+    atomic_int last_state[WORKERS];
+    _Atomic long long last_ms[WORKERS];
     record_t rec[MAX_RECORDS];
 } shared_t;
 
@@ -742,7 +751,15 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
         atomic_store(&sh->ready[id], 1);
         int64_t call_ms = zkt_now_ms();
         rc = w_acquire(&l, 2000);
+        atomic_store(&sh->last_rc[id], rc);
+        atomic_store(&sh->last_state[id], (int)zkr_client_state(c));
+        atomic_store(&sh->last_ms[id], (long long)zkt_now_ms());
         if (rc != ZKR_OK) {
+            atomic_fetch_add(&sh->failed[id][rc == ZKR_ETIMEDOUT     ? 0
+                                             : rc == ZKR_ESESSIONLOST ? 1
+                                             : rc == ZKR_ECONNLOSS    ? 2
+                                                                      : 3],
+                             1);
             if (rc != ZKR_ETIMEDOUT && rc != ZKR_ESESSIONLOST && rc != ZKR_ECONNLOSS) {
                 fprintf(stderr, "worker %d: acquire: %s (ZooKeeper %d) at %lld\n", id, zkr_strerror(rc),
                         zkr_last_zk_error(NULL), (long long)zkt_now_ms());
@@ -913,6 +930,21 @@ static void check_records(int n, int kind, int64_t last_fault_ms)
     free(r);
 }
 
+/* Each worker's acquires that failed and its last one (ms before now). */
+static void print_workers(void)
+{
+    int64_t now = zkt_now_ms();
+    for (int w = 0; w < WORKERS; w++) {
+        int rc = atomic_load(&sh->last_rc[w]);
+        fprintf(stderr, "  worker %d session 0x%llx holding %d; acquires failed: %d timed out, %d session lost, "
+                "%d connection lost, %d other; the last one returned %s %lld ms ago, client %s\n", w,
+                (long long)sh->session[w], atomic_load(&sh->holding[w]), atomic_load(&sh->failed[w][0]),
+                atomic_load(&sh->failed[w][1]), atomic_load(&sh->failed[w][2]), atomic_load(&sh->failed[w][3]),
+                rc == ZKR_OK ? "OK" : zkr_strerror(rc), (long long)(now - atomic_load(&sh->last_ms[w])),
+                zkr_state_name((zkr_state_t)atomic_load(&sh->last_state[w])));
+    }
+}
+
 /* Wait (bounded: 15 s) until worker w holds the lock, so that the next
  * fault hits a holder; fails the test if it never does. */
 static void wait_holding(int w)
@@ -920,8 +952,10 @@ static void wait_holding(int w)
     int64_t end = zkt_now_ms() + 15000;
     for (int i = 0; i < 100000 && !atomic_load(&sh->holding[w]) && zkt_now_ms() < end; i++)
         zkt_sleep_ms(1);
-    if (!atomic_load(&sh->holding[w]))
+    if (!atomic_load(&sh->holding[w])) {
         fprintf(stderr, "worker %d did not hold within 15 s\n", w);
+        print_workers();
+    }
     CU_ASSERT_TRUE(atomic_load(&sh->holding[w]));
 }
 
@@ -1061,8 +1095,8 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
             in |= sh->rec[i].worker == w && sh->rec[i].enter_ms > last_fault;
         stuck |= !in;
     }
-    if (stuck && !on_ensemble) {
-        zhandle_t *raw = zkt_raw();
+    if (stuck) {
+        zhandle_t *raw = zkt_raw_at(on_ensemble ? ens_hosts : zkt_hosts());
         struct String_vector sv = {0, NULL};
         const char *dirs[3] = {p, NULL, NULL};
         char d1[200], d2[200];
@@ -1087,11 +1121,10 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
             }
             deallocate_String_vector(&sv);
         }
-        for (int w = 0; w < WORKERS; w++)
-            fprintf(stderr, "  worker %d session 0x%llx holding %d\n", w, (long long)sh->session[w],
-                    atomic_load(&sh->holding[w]));
-        char *wchp = zkt_4lw("wchp");
-        fprintf(stderr, "wchp:\n%s\n", wchp ? wchp : "(none)");
+        print_workers();
+        char *wchp = on_ensemble ? NULL : zkt_4lw("wchp"); /* the standalone server's */
+        if (!on_ensemble)
+            fprintf(stderr, "wchp:\n%s\n", wchp ? wchp : "(none)");
         free(wchp);
         zkt_raw_close(raw);
     }

@@ -49,10 +49,19 @@ serving() { # port: ruok says imok and the server really serves requests
 
 port_in_use() { ( exec 3<>"/dev/tcp/127.0.0.1/$1" ) 2>/dev/null; }
 
+# Ports are picked below the kernel's ephemeral range when it leaves room
+# (Linux: 32768-60999): a port in that range may be taken, between the pick
+# and the server's bind, as the local port of any outgoing connection on the
+# machine (every client of every test running meanwhile) or by a proxy's
+# bind to port 0, and a server that cannot bind exits.
 pick_port() {
-    local p i
+    local p i lo=20000 span=40000 eph
+    eph=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    if [ -n "$eph" ] && [ "$eph" -ge 12000 ] 2>/dev/null; then
+        lo=10000 span=$((eph - 10000))
+    fi
     for i in $(seq 1 50); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        p=$(( lo + (RANDOM * 32768 + RANDOM) % span ))
         port_in_use "$p" || { echo "$p"; return 0; }
     done
     return 1
@@ -104,7 +113,10 @@ launch() { # dir port -> 0 when the server serves
     wait_serving "$dir" "$port" 30
 }
 
-ensemble_start() { # dir n
+# One attempt at an ensemble; on failure says which node failed and how
+# (its process exited, e.g. a port taken meanwhile, or it did not serve in
+# time), with the end of its log, and kills every node it started.
+ensemble_try() { # dir n
     local dir=$1 n=$2 k servers="" used=" " p
     mkdir -p "$dir"
     for k in $(seq 1 "$n"); do
@@ -131,8 +143,27 @@ ensemble_start() { # dir n
         spawn "$nd"
     done
     for k in $(seq 1 "$n"); do
-        wait_serving "$dir/s$k" "$(cat "$dir/s$k/port")" 60 || return 1
+        if ! wait_serving "$dir/s$k" "$(cat "$dir/s$k/port")" 60; then
+            local how="did not serve within 60 s"
+            kill -0 "$(cat "$dir/s$k/pid")" 2>/dev/null || how="exited"
+            echo "zkserver.sh: ensemble node s$k (client port $(cat "$dir/s$k/port")) $how;" \
+                "ports: $servers; its log ends:" >&2
+            tail -n 20 "$dir/s$k/server.log" >&2 2>/dev/null
+            for nd in "$dir"/s*/; do stop_server "$nd" KILL; done
+            return 1
+        fi
     done
+}
+
+# A few attempts, each on new ports in fresh directories (bounded: 3 x 60 s
+# at most per node).
+ensemble_start() { # dir n
+    local try
+    for try in 1 2 3; do
+        [ $try = 1 ] || { rm -rf "$1"/s*; echo "zkserver.sh: ensemble attempt $try" >&2; }
+        ensemble_try "$1" "$2" && return 0
+    done
+    return 1
 }
 
 stop_server() { # dir signal
