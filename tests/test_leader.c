@@ -17,7 +17,8 @@
 #define SESSION_MS 4000
 #define WAIT_MS 15000 /* bound for what must happen */
 #define N_LATCH 5
-#define N_HERD 10
+#define N_HERD 100 /* participants, over HERD_CLIENTS sessions */
+#define HERD_CLIENTS 10
 
 /* ---- helpers ----------------------------------------------------------------------- */
 
@@ -234,16 +235,24 @@ static void *check_main(void *arg)
 }
 
 /* n latches "p0".."p<n-1>", one session each, joined in this order. */
-static void latches_join(const char *path, zhandle_t *raw, zkr_client_t **c, zkr_latch_t **l, int n)
+/* n latches join in order, latch i on client i % nc (nc clients made here:
+ * consecutive latches are on different sessions). */
+static void latches_join_on(const char *path, zhandle_t *raw, zkr_client_t **c, int nc, zkr_latch_t **l, int n)
 {
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < nc; i++)
         c[i] = zkt_client(SESSION_MS);
+    for (int i = 0; i < n; i++) {
         char id[16];
         snprintf(id, sizeof id, "p%d", i);
-        CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l[i], c[i], path, id), ZKR_OK);
+        CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l[i], c[i % nc], path, id), ZKR_OK);
         CU_ASSERT_EQUAL_FATAL(zkr_latch_start(l[i]), ZKR_OK);
         CU_ASSERT_TRUE(zkt_wait_children(raw, path, i + 1, WAIT_MS));
     }
+}
+
+static void latches_join(const char *path, zhandle_t *raw, zkr_client_t **c, zkr_latch_t **l, int n)
+{
+    latches_join_on(path, raw, c, n, l, n);
 }
 
 static void test_latch_handover(void)
@@ -620,9 +629,9 @@ static void test_latch_herd(void)
     char path[128];
     zkt_path("latch-herd", path, sizeof path);
     zhandle_t *raw = zkt_raw();
-    zkr_client_t *c[N_HERD];
+    zkr_client_t *c[HERD_CLIENTS];
     zkr_latch_t *l[N_HERD];
-    latches_join(path, raw, c, l, N_HERD);
+    latches_join_on(path, raw, c, HERD_CLIENTS, l, N_HERD);
     CU_ASSERT_EQUAL(zkr_latch_await(l[0], WAIT_MS), ZKR_OK);
     /* N-1 waiters' data watches, one on each node but the last; none on the path. */
     int64_t t0 = zkt_now_ms();
@@ -645,10 +654,10 @@ static void test_latch_herd(void)
     for (int i = 2; i < N_HERD; i++)
         CU_ASSERT_FALSE(zkr_latch_has_leadership(l[i]));
     zkr_participants_free(p, n);
-    for (int i = 0; i < N_HERD; i++) {
+    for (int i = 0; i < N_HERD; i++)
         zkr_latch_free(l[i]);
+    for (int i = 0; i < HERD_CLIENTS; i++)
         zkr_client_close(c[i]);
-    }
     CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS));
     zkt_raw_close(raw);
 }
@@ -1240,7 +1249,7 @@ static void add_suites(void)
     CU_add_test(s, "latch: LOST gives leadership up and rejoins on the new session", test_latch_lost_rejoins);
     CU_add_test(s, "latch: a stall past the session: LOST, the other leads, rejoin on the new session",
                 test_latch_long_stall);
-    CU_add_test(s, "latch: no herd, a leader change wakes one participant", test_latch_herd);
+    CU_add_test(s, "latch: no herd, 100 participants: a leader change wakes one", test_latch_herd);
     CU_add_test(s, "selector: never two terms at once, auto requeue, lock- nodes with data", test_selector_terms);
     CU_add_test(s, "selector: interrupt and IN_DOUBT tell the callback to stop", test_selector_told_to_stop);
     CU_add_test(s, "one term asynchronously: completion, cancel, proclaim, tokens", test_async_term);
