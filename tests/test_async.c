@@ -199,23 +199,6 @@ static int wait_nodes(zhandle_t *zh, int kind, const char *path, int n)
     return 0;
 }
 
-/* The child of dir made last (the largest sequence), as a full path. */
-static int newest_child(zhandle_t *zh, const char *dir, char *out, size_t len)
-{
-    struct String_vector sv = {0, NULL};
-    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
-        return 0;
-    const char *best = NULL;
-    for (int32_t i = 0; i < sv.count; i++) {
-        size_t n = strlen(sv.data[i]);
-        if (n >= 10 && (!best || strcmp(sv.data[i] + n - 10, best + strlen(best) - 10) > 0))
-            best = sv.data[i];
-    }
-    int ok = best && (size_t)snprintf(out, len, "%s/%s", dir, best) < len;
-    deallocate_String_vector(&sv);
-    return ok;
-}
-
 static void one_kind(int kind)
 {
     char path[128];
@@ -292,7 +275,7 @@ static void one_kind(int kind)
         snprintf(dir, sizeof dir, "%s/leases", path);
     else
         snprintf(dir, sizeof dir, "%s", path);
-    CU_ASSERT_FATAL(newest_child(zh, dir, victim, sizeof victim));
+    CU_ASSERT_FATAL(zkt_newest_child(zh, dir, victim, sizeof victim));
     pump_for(c, 100); /* settled in its wait */
     CU_ASSERT_EQUAL(d.calls, 0);
     CU_ASSERT_EQUAL(zoo_delete(zh, victim, -1), ZOK);

@@ -367,23 +367,6 @@ static void blocker_drop(blocker_t *b)
     obj_free(&b->o);
 }
 
-/* The child of dir made last (the largest sequence), as a full path. */
-static int newest_child(zhandle_t *zh, const char *dir, char *out, size_t len)
-{
-    struct String_vector sv = {0, NULL};
-    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
-        return 0;
-    const char *best = NULL;
-    for (int32_t i = 0; i < sv.count; i++) {
-        size_t n = strlen(sv.data[i]);
-        if (n >= 10 && (!best || strcmp(sv.data[i] + n - 10, best + strlen(best) - 10) > 0))
-            best = sv.data[i];
-    }
-    int ok = best && (size_t)snprintf(out, len, "%s/%s", dir, best) < len;
-    deallocate_String_vector(&sv);
-    return ok;
-}
-
 typedef struct watches_want {
     const char *dir;
     int n;
@@ -476,7 +459,7 @@ static void deleted_while_waiting(const api_t *api, int kind)
     waiting_t s;
     waiting_start(&s, api, kind, "par-deleted");
     char victim[512];
-    CU_ASSERT_FATAL(newest_child(s.zh, s.dir, victim, sizeof victim));
+    CU_ASSERT_FATAL(zkt_newest_child(s.zh, s.dir, victim, sizeof victim));
     CU_ASSERT_EQUAL(zoo_delete(s.zh, victim, -1), ZOK);
     /* told while the blocker still holds: no session timeout, no deadline */
     CU_ASSERT(worker_wait(&s.w, AT_ONCE_MS));
@@ -543,7 +526,7 @@ static void hold_lost(const api_t *api, int kind, int by_expiry)
         /* the library watches a node of its own once it has lived
          * ZKR__SELF_WATCH_DELAY_MS (20 ms): that watch is how the deletion
          * is seen at once */
-        CU_ASSERT_FATAL(newest_child(zh, dir, victim, sizeof victim));
+        CU_ASSERT_FATAL(zkt_newest_child(zh, dir, victim, sizeof victim));
         CU_ASSERT(zkt_wait_for(owner_watches, victim, AT_ONCE_MS));
         CU_ASSERT_EQUAL(zoo_delete(zh, victim, -1), ZOK);
         CU_ASSERT_EQUAL(worker_do(&w, W_WAIT_LOST, AT_ONCE_MS), ZKR_OK);

@@ -275,6 +275,22 @@ int zkt_waiter_watches_under(const char *dir)
     return n;
 }
 
+int zkt_newest_child(zhandle_t *zh, const char *dir, char *out, size_t len)
+{
+    struct String_vector sv = {0, NULL};
+    if (zoo_get_children(zh, dir, 0, &sv) != ZOK)
+        return 0;
+    const char *best = NULL;
+    for (int32_t i = 0; i < sv.count; i++) {
+        size_t n = strlen(sv.data[i]);
+        if (n >= 10 && (!best || strcmp(sv.data[i] + n - 10, best + strlen(best) - 10) > 0))
+            best = sv.data[i];
+    }
+    int ok = best && (size_t)snprintf(out, len, "%s/%s", dir, best) < len;
+    deallocate_String_vector(&sv);
+    return ok;
+}
+
 int zkt_owner_watches(const char *path)
 {
     char *out = zkt_4lw("wchp");

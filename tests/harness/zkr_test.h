@@ -67,6 +67,9 @@ int zkt_report_waiter_watches_under(const char *report, const char *dir);
 int zkt_waiter_watches_under(const char *dir);
 /* 1 if the owner of `path` watches it, 0 if not, -1 on error. */
 int zkt_owner_watches(const char *path);
+/* The child of dir made last (the largest 10-digit sequence suffix), as a
+ * full path in out: 1, or 0 (no such child, listing failed, too long). */
+int zkt_newest_child(zhandle_t *zh, const char *dir, char *out, size_t len);
 
 /* End session `id` from outside: open a second handle on it and close it,
  * until a handle on it is told the session has expired (the owner may
