@@ -97,6 +97,9 @@ struct zkr__aop {
                                   ahead while locks/ was last found free */
     zkr__async_done_t done;
     int64_t deadline;
+    int64_t not_before;        /* the first create waits until then (a
+                                  retry's pause; asynchronous only: read
+                                  and cleared on the client thread) */
     /* ---- op->mu (taken after c->mu) ---- */
     pthread_mutex_t mu;
     pthread_cond_t cond;       /* blocking: news, the end, close */
@@ -165,9 +168,12 @@ void zkr__aop_free(zkr__aop_t *op);
 void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op);
 /* The acquire ends with rc (ZKR_OK: op->granted is set). */
 void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc);
-/* Run the first waiting completion on the calling thread.  c->mu held,
- * dropped around the call.  Returns 1 if there was one. */
-int zkr__aop_deliver_one_locked(zkr_client_t *c);
+/* Run the first waiting completion of the kinds in `which` (the
+ * library's own first) on the calling thread.  c->mu held, dropped around
+ * the call.  Returns 1 if there was one. */
+#define ZKR__DELIVER_OWN 1     /* the library's own (on_client) */
+#define ZKR__DELIVER_PROGRAM 2 /* the program's */
+int zkr__aop_deliver_one_locked(zkr_client_t *c, int which);
 
 /* A zeroed record with its mutex and condition variable (NULL: ENOMEM). */
 zkr__aop_t *zkr__aop_alloc(void);

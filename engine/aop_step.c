@@ -511,6 +511,11 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
             fail(c, op, ZKR_ETIMEDOUT);
             return;
         }
+        if (op->not_before > 0) {
+            if (zkr__now_ms() < op->not_before)
+                return; /* a retry's pause: the client thread's timer brings us back */
+            op->not_before = 0;
+        }
         if (!usable)
             return; /* a state delivered brings us back */
         if (op->need_parents) {

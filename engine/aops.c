@@ -145,6 +145,15 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     if (blocking)
         return;
     op->dnext = NULL;
+    if (op->done.on_client) { /* the library's own: the client thread delivers it */
+        if (c->ainner_tail)
+            c->ainner_tail->dnext = op;
+        else
+            c->ainner = op;
+        c->ainner_tail = op;
+        zkr__wake_locked(c);
+        return;
+    }
     if (c->adone_tail)
         c->adone_tail->dnext = op;
     else
@@ -200,6 +209,7 @@ zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
     op->hctx = t->hold.ctx;
     op->owner = t->owner;
     op->deadline = deadline;
+    op->not_before = t->delay_ms > 0 ? zkr__now_ms() + t->delay_ms : 0;
     op->phase = ZKR__PH_START;
     return op;
 }
@@ -222,19 +232,24 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
     return ZKR_OK;
 }
 
-/* Run the first waiting completion on the calling thread.  c->mu held,
- * dropped around the call.  Returns 1 if there was one. */
-int zkr__aop_deliver_one_locked(zkr_client_t *c)
+int zkr__aop_deliver_one_locked(zkr_client_t *c, int which)
 {
-    zkr__aop_t *op = c->adone;
-    if (!op) {
+    zkr__aop_t *op = which & ZKR__DELIVER_OWN ? c->ainner : NULL;
+    if (op) {
+        c->ainner = op->dnext;
+        if (!c->ainner)
+            c->ainner_tail = NULL;
+    } else if (!(which & ZKR__DELIVER_PROGRAM)) {
+        return 0;
+    } else if (!(op = c->adone)) {
         zkr__aop_lower_fd_locked(c);
         return 0;
-    }
-    c->adone = op->dnext;
-    if (!c->adone) {
-        c->adone_tail = NULL;
-        zkr__aop_lower_fd_locked(c);
+    } else {
+        c->adone = op->dnext;
+        if (!c->adone) {
+            c->adone_tail = NULL;
+            zkr__aop_lower_fd_locked(c);
+        }
     }
     op->taken = 1;
     int rc = op->rc;

@@ -23,7 +23,7 @@ static _Thread_local const zkr_client_t *dispatching;
 
 static int pending_locked(const zkr_client_t *c)
 {
-    return c->aready != NULL || (c->adispatch == ZKR_DISPATCH_THREAD && c->adone != NULL);
+    return c->aready != NULL || c->ainner != NULL || (c->adispatch == ZKR_DISPATCH_THREAD && c->adone != NULL);
 }
 
 static int64_t run_locked(zkr_client_t *c)
@@ -56,12 +56,15 @@ static int64_t run_locked(zkr_client_t *c)
         pthread_mutex_unlock(&op->mu);
         if (inflight > 0)
             continue;
-        if (op->deadline <= now)
+        /* (a retry's pause: not_before, cleared once it has passed) */
+        int64_t due = op->not_before > 0 && op->not_before < op->deadline ? op->not_before : op->deadline;
+        if (due <= now)
             zkr__aop_wake_locked(c, op, 0);
-        else if (op->deadline < next)
-            next = op->deadline;
+        else if (due < next)
+            next = due;
     }
-    while (c->adispatch == ZKR_DISPATCH_THREAD && !c->closing && zkr__aop_deliver_one_locked(c))
+    int which = ZKR__DELIVER_OWN | (c->adispatch == ZKR_DISPATCH_THREAD ? ZKR__DELIVER_PROGRAM : 0);
+    while (!c->closing && zkr__aop_deliver_one_locked(c, which))
         ;
     return c->aready ? now : next;
 }
@@ -111,7 +114,7 @@ static void close_all(zkr_client_t *c)
         pthread_mutex_lock(&c->mu);
         zkr__aop_finish_locked(c, op, ZKR_ECLOSED);
     }
-    while (zkr__aop_deliver_one_locked(c))
+    while (zkr__aop_deliver_one_locked(c, ZKR__DELIVER_OWN | ZKR__DELIVER_PROGRAM))
         ;
     /* Wait for completions another thread's dispatch is running. */
     for (;;) {
@@ -249,7 +252,7 @@ int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, vo
         return ZKR_ENOMEM;
     op->c = c;
     op->release = 1;
-    op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx};
+    op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx, 0};
     op->taken = 1; /* nothing to cancel */
     pthread_mutex_lock(&c->mu);
     int rc = zkr__aop_add_locked(c, op); /* ZKR_ECLOSED once closing */
@@ -325,7 +328,7 @@ int zkr_client_dispatch(zkr_client_t *c)
     for (zkr__aop_t *op = c->adone; op; op = op->dnext)
         waiting++;
     int ran = 0;
-    while (ran < waiting && zkr__aop_deliver_one_locked(c))
+    while (ran < waiting && zkr__aop_deliver_one_locked(c, ZKR__DELIVER_PROGRAM))
         ran++;
     if (!c->adone)
         zkr__aop_lower_fd_locked(c);

@@ -27,10 +27,13 @@ typedef struct zkr__async_target {
     const void *owner;           /* the object (cancelled when it is freed) */
     const char *data;            /* the queue node's data (NULL: none) */
     int data_len;
+    int64_t delay_ms;            /* the first create no sooner than this
+                                    (a retry's pause); 0: at once */
 } zkr__async_target_t;
 
 /* How an acquire ends.  deliver runs exactly once, on the dispatching
- * thread (or the client thread, or the closing one), with no lock held: rc
+ * thread (or the client thread, or the closing one: see on_client), with
+ * no lock held: rc
  * ZKR_OK with the granted, tracked node (deliver owns it: it moves it into
  * a hold or deletes it), or an error with node NULL. */
 typedef struct zkr__async_done zkr__async_done_t;
@@ -39,6 +42,10 @@ struct zkr__async_done {
     int kind;          /* the recipe's, opaque to the engine */
     void (*fn)(void);  /* the program's completion, cast back by deliver */
     void *ctx;
+    int on_client;     /* the library's own acquire (a latch's): delivered
+                          by the client thread whatever the dispatch mode
+                          (or by the closing thread), never by
+                          zkr_client_dispatch; deliver must not block */
 };
 
 /* A blocking acquire: runs the machine on the calling thread (which must be

@@ -74,7 +74,7 @@ int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_f
         zkr__semaphore_async_target(zkr__semaphore_mutex_sem(ref.obj), &t);
     else
         zkr__rwlock_async_target(ref.obj, kind == ZKR__LK_WRITE, &t);
-    zkr__async_done_t d = {deliver, kind, (void (*)(void))fn, ctx};
+    zkr__async_done_t d = {deliver, kind, (void (*)(void))fn, ctx, 0};
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
@@ -86,7 +86,7 @@ int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_leas
     zkr__async_target_t t;
     memset(&t, 0, sizeof t);
     zkr__semaphore_async_target(s, &t);
-    zkr__async_done_t d = {deliver, 0, (void (*)(void))fn, ctx};
+    zkr__async_done_t d = {deliver, 0, (void (*)(void))fn, ctx, 0};
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
@@ -99,7 +99,7 @@ int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *id, 
     if (!c || !fn || !zkr__path_valid(path) || !zkr__leader_id_ok(id))
         return ZKR_EINVAL;
     zkr__async_target_t t = {.c = c, .dir = path, .drv = &zkr__latch_driver, .data = id, .data_len = (int)strlen(id)};
-    zkr__async_done_t d = {deliver, ZKR__LK_LEADER, (void (*)(void))fn, ctx};
+    zkr__async_done_t d = {deliver, ZKR__LK_LEADER, (void (*)(void))fn, ctx, 0};
     return zkr__async_start(&t, timeout_ms, &d, aid);
 }
 

@@ -247,7 +247,7 @@ static void tell_run(zkr_client_t *c, void *arg, int type, const char *token)
     (void)c;
     zkr__tell_t *t = arg;
     pthread_mutex_lock(t->mu);
-    zkr_leader_fn fn = t->fn;
+    zkr_leader_fn fn = t->muted ? NULL : t->fn;
     void *ctx = t->ctx;
     t->calling = pthread_self();
     t->in_call = 1;
@@ -294,9 +294,12 @@ void zkr__tell_finish(zkr__tell_t *t)
     if (!t->sub)
         return;
     /* Everything told runs before it ends (a closing client drops what it
-     * has not run: then stop waiting). */
+     * has not run: then stop waiting; on the client thread, which runs
+     * them, nothing more runs). */
     pthread_mutex_lock(t->mu);
-    while (t->ran < t->posted && zkr_client_state(t->c) != ZKR_STATE_CLOSED)
+    if (zkr__client_on_own_thread(t->c))
+        t->muted = 1;
+    while (!t->muted && t->ran < t->posted && zkr_client_state(t->c) != ZKR_STATE_CLOSED)
         zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + 100);
     pthread_mutex_unlock(t->mu);
     zkr__sub_remove(t->c, t->sub);

@@ -38,6 +38,7 @@ typedef struct zkr__tell {
     int told;             /* the last state told (0 at first) */
     long posted, ran;
     int in_call;
+    int muted;            /* what is posted is no longer told */
     pthread_t calling;
 } zkr__tell_t;
 /* Returns ZKR_OK or ZKR_ENOMEM. */
@@ -70,8 +71,13 @@ int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char
                    const zkr__driver_t *drv);
 /* Before start: ZKR_OK, ZKR_ESTATE. */
 int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx);
-/* Start the thread: ZKR_OK, ZKR_ESTATE, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
-int zkr__seat_start(zkr__seat_t *s, void *(*main_fn)(void *), void *arg);
+/* The pause before joining again after rc (0 at once for our node gone
+ * the first time, longer each time; counted in attempts).  mu held. */
+int64_t zkr__seat_retry_ms(zkr__seat_t *s, int rc);
+/* Start (once): the listener set before is told from now on, and go(arg)
+ * (mu held) starts the recipe (its thread, or its first acquire).
+ * Returns ZKR_OK, ZKR_ESTATE, ZKR_ECLOSED, ZKR_ENOMEM, or go's code. */
+int zkr__seat_start(zkr__seat_t *s, int (*go)(void *arg), void *arg);
 int zkr__seat_client_closed(zkr__seat_t *s);
 /* Wait for news until deadline (a short slice at most).  mu held. */
 void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline);
@@ -79,6 +85,8 @@ void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline);
  * s->node, tracked (its state changes wake the thread).  Returns the
  * codes of zkr__acquire. */
 int zkr__seat_take(zkr__seat_t *s);
+/* Leading now: the recipe says so and the client is not closed.  mu held. */
+int zkr__seat_leading_locked(zkr__seat_t *s);
 /* The hold's state (LOST once the client closes).  mu held. */
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s);
 /* The thread: delete our node (if any). */

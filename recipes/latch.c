@@ -1,6 +1,8 @@
-/* The leader latch (Curator LeaderLatch): a seat in the election whose
- * thread queues with a "latch-" node carrying the id, leads while the node
- * is first and its hold stands (IN_DOUBT counts as not leading under the
+/* The leader latch (Curator LeaderLatch): a seat in the election that
+ * queues with a "latch-" node carrying the id, as an asynchronous acquire
+ * on the one machine (no thread of its own: the acquire's end and the
+ * node's hold states come on the client thread), leads while the node is
+ * first and its hold stands (IN_DOUBT counts as not leading under the
  * standard policy), and rejoins with a new node when the hold is lost
  * (session gone, node or path deleted), until close. */
 #include "config.h"
@@ -14,6 +16,7 @@ struct zkr_latch {
     zkr__seat_t seat;
     zkr_leader_policy_t policy; /* seat.mu */
     int notify_on_close;        /* seat.mu */
+    int acquiring;              /* seat.mu: an acquire started, not yet ended */
 };
 
 int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *path, const char *id)
@@ -53,58 +56,103 @@ int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx)
     return l ? zkr__seat_set_listener(&l->seat, fn, ctx) : ZKR_EINVAL;
 }
 
-/* Lead while the node stands; returns when the hold is lost or the latch
- * closes, no longer leading.  seat.mu held. */
-static void lead_locked(zkr_latch_t *l)
+/* The latch has no thread of its own: it queues with an acquire on the
+ * one machine, delivered on the client thread (on_client), and its node's
+ * hold states come there too; both look at the latch here. */
+static void rejoin_locked(zkr_latch_t *l, int64_t delay_ms);
+
+/* Our node's state decides: lead (told), or, once the hold is lost, give
+ * the node up and join again.  seat.mu held; the client thread (or the
+ * closing one). */
+static void look_locked(zkr_latch_t *l)
 {
     zkr__seat_t *s = &l->seat;
-    while (!s->closing) {
-        zkr_hold_state_t st = zkr__seat_state_locked(s);
-        if (st == ZKR_HOLD_LOST)
-            break;
-        int lead = st == ZKR_HOLD_SAFE || (st == ZKR_HOLD_IN_DOUBT && l->policy == ZKR_LEADER_POLICY_SESSION);
-        if (lead != s->leader) {
-            s->leader = lead;
-            zkr__tell_locked(&s->tell, lead, s->node.czxid);
-            pthread_cond_broadcast(&s->cond);
-        }
-        zkr__seat_wait_locked(s, INT64_MAX);
+    if (!s->node.path || s->closing)
+        return;
+    zkr_hold_state_t st = zkr__seat_state_locked(s);
+    int lead = st == ZKR_HOLD_SAFE || (st == ZKR_HOLD_IN_DOUBT && l->policy == ZKR_LEADER_POLICY_SESSION);
+    if (lead != s->leader) {
+        s->leader = lead;
+        zkr__tell_locked(&s->tell, lead, lead ? s->node.czxid : 0);
+        pthread_cond_broadcast(&s->cond);
     }
-    s->leader = 0;
-    if (s->closing && !l->notify_on_close)
-        s->tell.told = 0; /* SILENT: nobody is told */
-    else
-        zkr__tell_locked(&s->tell, 0, 0);
-    pthread_cond_broadcast(&s->cond);
+    if (st != ZKR_HOLD_LOST)
+        return;
+    /* reset: the old node goes (a lost node's delete ends in the
+     * background), a new one comes at once */
+    zkr__node_t node = s->node;
+    memset(&s->node, 0, sizeof s->node);
+    zkr__node_delete_nowait(s->c, &node);
+    if (!zkr__seat_client_closed(s))
+        rejoin_locked(l, 0);
 }
 
-static void *latch_main(void *arg)
+/* The hold's state changed (client thread). */
+static void latch_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
 {
-    zkr_latch_t *l = arg;
+    (void)state;
+    zkr_latch_t *l = ctx;
+    pthread_mutex_lock(&l->seat.mu);
+    if (l->seat.node.path && node_path && strcmp(node_path, l->seat.node.path) == 0)
+        look_locked(l);
+    pthread_mutex_unlock(&l->seat.mu);
+}
+
+/* The acquire ended (client thread, or the thread closing the client). */
+static void latch_deliver(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async_done_t *d)
+{
+    zkr_latch_t *l = d->ctx;
     zkr__seat_t *s = &l->seat;
-    for (;;) {
-        pthread_mutex_lock(&s->mu);
-        int closing = s->closing;
-        pthread_mutex_unlock(&s->mu);
-        if (closing)
-            break;
-        int rc = zkr__seat_take(s);
-        if (rc != ZKR_OK) {
-            zkr__seat_backoff(s, rc); /* the client closing: until the latch closes */
-            continue;
-        }
-        pthread_mutex_lock(&s->mu);
-        lead_locked(l);
-        pthread_mutex_unlock(&s->mu);
-        zkr__seat_give_up(s); /* reset: the old node goes, a new one comes */
+    zkr__node_t drop = {0};
+    pthread_mutex_lock(&s->mu);
+    l->acquiring = 0;
+    if (rc == ZKR_OK && s->closing) {
+        drop = *node; /* closed meanwhile: it goes */
+        memset(node, 0, sizeof *node);
+    } else if (rc == ZKR_OK) {
+        s->node = *node;
+        memset(node, 0, sizeof *node);
+        s->attempts = 0;
+        look_locked(l);
+    } else if (!s->closing && rc != ZKR_ECLOSED && rc != ZKR_ECANCELED) {
+        rejoin_locked(l, zkr__seat_retry_ms(s, rc)); /* our node gone: at once */
     }
-    zkr__seat_exit(s);
-    return NULL;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    if (drop.path)
+        zkr__node_delete_nowait(c, &drop);
+}
+
+/* Queue for leadership, after delay_ms: ZKR_OK, ZKR_ECLOSED, ZKR_ENOMEM.
+ * seat.mu held. */
+static int join_locked(zkr_latch_t *l, int64_t delay_ms)
+{
+    zkr__seat_t *s = &l->seat;
+    zkr__async_target_t t = {.c = s->c, .dir = s->path, .drv = s->drv, .owner = l, .data = s->data,
+                             .data_len = (int)strlen(s->data), .hold = {latch_hold_fn, l}, .delay_ms = delay_ms};
+    zkr__async_done_t d = {latch_deliver, 0, NULL, l, 1};
+    int rc = zkr__async_start(&t, -1, &d, NULL);
+    if (rc == ZKR_OK)
+        l->acquiring = 1;
+    return rc;
+}
+
+static void rejoin_locked(zkr_latch_t *l, int64_t delay_ms)
+{
+    int rc = join_locked(l, delay_ms);
+    if (rc != ZKR_OK && rc != ZKR_ECLOSED)
+        zkr__log(l->seat.c, ZKR_LOG_ERROR, "election %s: cannot join again (%s); out until closed", l->seat.path,
+                 zkr_strerror(rc));
+}
+
+static int first_join(void *arg)
+{
+    return join_locked(arg, 0);
 }
 
 int zkr_latch_start(zkr_latch_t *l)
 {
-    return l ? zkr__seat_start(&l->seat, latch_main, l) : ZKR_EINVAL;
+    return l ? zkr__seat_start(&l->seat, first_join, l) : ZKR_EINVAL;
 }
 
 int zkr_latch_await(zkr_latch_t *l, int64_t timeout_ms)
@@ -120,7 +168,7 @@ int zkr_latch_await(zkr_latch_t *l, int64_t timeout_ms)
             rc = ZKR_ESTATE;
             break;
         }
-        if (s->leader) {
+        if (zkr__seat_leading_locked(s)) {
             rc = ZKR_OK;
             break;
         }
@@ -143,7 +191,7 @@ int zkr_latch_has_leadership(zkr_latch_t *l)
     if (!l)
         return 0;
     pthread_mutex_lock(&l->seat.mu);
-    int lead = l->seat.leader;
+    int lead = zkr__seat_leading_locked(&l->seat);
     pthread_mutex_unlock(&l->seat.mu);
     return lead;
 }
@@ -173,37 +221,60 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
     if (!l || (mode != ZKR_LATCH_CLOSE_SILENT && mode != ZKR_LATCH_CLOSE_NOTIFY_LEADER))
         return ZKR_EINVAL;
     zkr__seat_t *s = &l->seat;
-    zkr__node_t node = {0};
     pthread_mutex_lock(&s->mu);
-    if (s->started && !s->closed && !zkr__tell_in_call_locked(&s->tell)) { /* else refused below */
-        l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER;
-        /* Leave at once from this thread, without waiting for the latch's
-         * own to wake up: no longer leader (told first if asked), then our
-         * node goes; the thread sees `closing` and ends. */
-        if (s->leader) {
-            s->leader = 0;
-            if (l->notify_on_close)
-                zkr__tell_locked(&s->tell, 0, 0);
-            else
-                s->tell.told = 0; /* SILENT: nobody is told */
-            pthread_cond_broadcast(&s->cond);
-        }
-        s->closing = 1;
-        node = s->node;
-        memset(&s->node, 0, sizeof s->node);
-        pthread_cond_broadcast(&s->cond);
+    if (!s->started || s->closed) {
+        pthread_mutex_unlock(&s->mu);
+        return ZKR_ESTATE;
     }
+    /* No longer leader (told first if asked; SILENT: nothing told is
+     * told any more), then our node goes, and the acquire in progress, if
+     * any, is cancelled. */
+    s->closed = s->closing = 1;
+    l->notify_on_close = mode == ZKR_LATCH_CLOSE_NOTIFY_LEADER;
+    if (s->leader && l->notify_on_close)
+        zkr__tell_locked(&s->tell, 0, 0);
+    else if (!l->notify_on_close)
+        s->tell.muted = 1;
+    s->leader = 0;
+    zkr__node_t node = s->node;
+    memset(&s->node, 0, sizeof s->node);
+    pthread_cond_broadcast(&s->cond);
+    int own = zkr__client_on_own_thread(s->c);
     pthread_mutex_unlock(&s->mu);
-    if (node.path)
+    if (node.path && own)
+        zkr__node_delete_nowait(s->c, &node); /* the client thread never waits on the network */
+    else if (node.path)
         zkr__node_delete(s->c, &node); /* a lost node's delete ends in the background */
-    return zkr__seat_close(s, 0);
+    zkr__async_forget(s->c, l);
+    if (own)
+        return ZKR_OK; /* (the acquire's end and what is told come after) */
+    pthread_mutex_lock(&s->mu);
+    while (l->acquiring) /* its end comes on the client thread, or with its close */
+        zkr__seat_wait_locked(s, INT64_MAX);
+    pthread_mutex_unlock(&s->mu);
+    zkr__tell_finish(&s->tell);
+    return ZKR_OK;
 }
 
 void zkr_latch_free(zkr_latch_t *l)
 {
     if (!l)
         return;
+    zkr__seat_t *s = &l->seat;
     zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT);
+    pthread_mutex_lock(&s->mu);
+    if (zkr__client_on_own_thread(s->c) && (l->acquiring || zkr__tell_in_call_locked(&s->tell))) {
+        /* Its acquire's end, or the listener's return, is still to come
+         * on this very thread: freeing now would hand it freed memory.
+         * Left as it is (documented). */
+        pthread_mutex_unlock(&s->mu);
+        zkr__log(s->c, ZKR_LOG_ERROR, "zkr_latch_free on the client's thread: latch %s not freed", s->path);
+        return;
+    }
+    while (l->acquiring) /* closed earlier from the client thread */
+        zkr__seat_wait_locked(s, INT64_MAX);
+    pthread_mutex_unlock(&s->mu);
+    zkr__tell_finish(&s->tell);
     zkr__seat_destroy(&l->seat);
     free(l);
 }

@@ -57,23 +57,28 @@ int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx)
     return rc;
 }
 
-int zkr__seat_start(zkr__seat_t *s, void *(*main_fn)(void *), void *arg)
+static int tell_start(zkr__seat_t *s)
+{
+    zkr_leader_fn fn = s->tell.fn;
+    void *ctx = s->tell.ctx;
+    int rc = zkr__tell_init(&s->tell, s->c, &s->mu, &s->cond);
+    s->tell.fn = fn;
+    s->tell.ctx = ctx;
+    return rc;
+}
+
+int zkr__seat_start(zkr__seat_t *s, int (*go)(void *arg), void *arg)
 {
     pthread_mutex_lock(&s->mu);
     int rc = s->started ? ZKR_ESTATE : ZKR_OK;
     if (rc == ZKR_OK && zkr_client_state(s->c) == ZKR_STATE_CLOSED)
         rc = ZKR_ECLOSED;
-    if (rc == ZKR_OK) {
-        zkr_leader_fn fn = s->tell.fn;
-        void *ctx = s->tell.ctx;
-        rc = zkr__tell_init(&s->tell, s->c, &s->mu, &s->cond);
-        s->tell.fn = fn;
-        s->tell.ctx = ctx;
-    }
-    if (rc == ZKR_OK && pthread_create(&s->thread, NULL, main_fn, arg) != 0) {
+    if (rc == ZKR_OK)
+        rc = tell_start(s);
+    if (rc == ZKR_OK && (rc = go(arg)) != ZKR_OK) {
         pthread_mutex_unlock(&s->mu);
         zkr__tell_finish(&s->tell);
-        return ZKR_ESYSTEM;
+        return rc;
     }
     if (rc == ZKR_OK)
         s->started = 1;
@@ -128,6 +133,11 @@ int zkr__seat_take(zkr__seat_t *s)
     return rc;
 }
 
+int zkr__seat_leading_locked(zkr__seat_t *s)
+{
+    return s->leader && !zkr__seat_client_closed(s); /* its session ends with the client */
+}
+
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s)
 {
     if (zkr__seat_client_closed(s))
@@ -145,9 +155,8 @@ void zkr__seat_give_up(zkr__seat_t *s)
         zkr__node_delete(s->c, &node); /* a lost node's delete is finished in the background */
 }
 
-void zkr__seat_backoff(zkr__seat_t *s, int rc)
+int64_t zkr__seat_retry_ms(zkr__seat_t *s, int rc)
 {
-    pthread_mutex_lock(&s->mu);
     /* Our node gone (deleted, or with the session): join again at once,
      * as Curator's reset does; anything else, or again, after a pause. */
     int expected = rc == ZKR_ESESSIONLOST || rc == ZKR_EDELETED;
@@ -158,7 +167,13 @@ void zkr__seat_backoff(zkr__seat_t *s, int rc)
     if (!expected && rc != ZKR_ECANCELED && rc != ZKR_ECLOSED)
         zkr__log(s->c, ZKR_LOG_WARN, "election %s: joining failed (%s); trying again", s->path,
                  zkr_strerror(rc));
-    int64_t until = zkr__now_ms() + ms;
+    return ms;
+}
+
+void zkr__seat_backoff(zkr__seat_t *s, int rc)
+{
+    pthread_mutex_lock(&s->mu);
+    int64_t until = zkr__now_ms() + zkr__seat_retry_ms(s, rc);
     while (!s->closing && zkr__now_ms() < until)
         zkr__seat_wait_locked(s, until);
     pthread_mutex_unlock(&s->mu);
@@ -168,7 +183,7 @@ void zkr__seat_backoff(zkr__seat_t *s, int rc)
 static int leading_guard(zkr__seat_t *s, zkr__guard_t *g)
 {
     pthread_mutex_lock(&s->mu);
-    int rc = s->leader ? zkr__guard_fill(s->c, &s->node, g) : ZKR_ENOTLEADER;
+    int rc = zkr__seat_leading_locked(s) ? zkr__guard_fill(s->c, &s->node, g) : ZKR_ENOTLEADER;
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -192,7 +207,7 @@ int zkr__seat_guarded_write(zkr__seat_t *s, zkr_op_t *ops, size_t n)
 int zkr__seat_token(zkr__seat_t *s, int64_t *token)
 {
     pthread_mutex_lock(&s->mu);
-    int rc = s->leader ? ZKR_OK : ZKR_ENOTLEADER;
+    int rc = zkr__seat_leading_locked(s) ? ZKR_OK : ZKR_ENOTLEADER;
     if (rc == ZKR_OK)
         *token = s->node.czxid;
     pthread_mutex_unlock(&s->mu);

@@ -89,6 +89,15 @@ static void term(zkr_selector_t *s)
     zkr__seat_give_up(t); /* the mutex is released */
 }
 
+static void *selector_main(void *arg);
+
+/* The selector's thread (seat.mu held). */
+static int spawn(void *arg)
+{
+    zkr_selector_t *s = arg;
+    return pthread_create(&s->seat.thread, NULL, selector_main, s) == 0 ? ZKR_OK : ZKR_ESYSTEM;
+}
+
 static void *selector_main(void *arg)
 {
     zkr_selector_t *s = arg;
@@ -120,7 +129,7 @@ int zkr_selector_start(zkr_selector_t *s)
     if (first)
         s->queued = 1;
     pthread_mutex_unlock(&s->seat.mu);
-    return zkr__seat_start(&s->seat, selector_main, s);
+    return zkr__seat_start(&s->seat, spawn, s);
 }
 
 int zkr_selector_requeue(zkr_selector_t *s)

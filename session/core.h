@@ -83,6 +83,9 @@ void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks);
  * releasing one after (or while) the client closes is safe.  retain fails
  * with ZKR_ECLOSED once the client is closing. */
 int zkr__client_retain(zkr_client_t *c);
+/* 1 if the calling thread is the client's own (listeners, hold listeners,
+ * subscriptions run there: it must never wait for itself). */
+int zkr__client_on_own_thread(const zkr_client_t *c);
 void zkr__client_release(zkr_client_t *c);
 
 /* The library's own messages (ZKR_LOG_*), to the client's log callback or

@@ -171,6 +171,8 @@ struct zkr_client {
                                        client thread keeps their deadlines */
     zkr__aop_t *aready, *aready_tail; /* with something for the client thread */
     zkr__aop_t *adone, *adone_tail; /* completions waiting to be dispatched */
+    zkr__aop_t *ainner, *ainner_tail; /* the library's own (on_client):
+                                         delivered by the client thread */
     int adispatch;            /* zkr_dispatch_mode_t */
     int afd;                  /* eventfd (zkr_client_fd), -1 until asked */
     int afd_raised;           /* afd is readable */

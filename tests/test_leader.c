@@ -1060,7 +1060,101 @@ static void test_guarded_writes(void)
     zkt_raw_close(raw);
 }
 
-/* ---- closing from inside: refused, nothing done ------------------------------------------- */
+/* ---- a latch costs no thread; a failed join waits before the next ------------------------ */
+
+static long threads_now(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = strtol(line + 8, NULL, 10);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+typedef struct latches {
+    zkr_latch_t **l;
+    int n;
+} latches_t;
+
+static int one_leads(void *arg)
+{
+    latches_t *a = arg;
+    int leaders = 0;
+    for (int i = 0; i < a->n; i++)
+        leaders += zkr_latch_has_leadership(a->l[i]);
+    return leaders == 1;
+}
+
+static void test_latch_no_thread(void)
+{
+    enum { N = 200 };
+    char path[128];
+    zkt_path("latch-threads", path, sizeof path);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS); /* dispatch mode: the default loop, never dispatched */
+    zkr_latch_t *l[N];
+    long before = threads_now();
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "t%d", i);
+        CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l[i], c, path, id), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_latch_start(l[i]), ZKR_OK);
+    }
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, N, WAIT_MS));
+    latches_t all = {l, N};
+    CU_ASSERT_TRUE(zkt_wait_for(one_leads, &all, WAIT_MS));
+    long after = threads_now();
+    CU_ASSERT_TRUE(before > 0 && after <= before + 1); /* 200 latches, no thread each */
+    if (!(after <= before + 1))
+        fprintf(stderr, "threads: %ld before, %ld with %d latches\n", before, after, N);
+    /* The library's own acquires are never handed to the program's loop. */
+    CU_ASSERT_EQUAL(zkr_client_dispatch(c), 0);
+    for (int i = 0; i < N; i++) {
+        CU_ASSERT_EQUAL(zkr_latch_close(l[i], ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+        zkr_latch_free(l[i]);
+    }
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS));
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
+/* The election's parent is an ephemeral node (no children allowed): every
+ * join fails; the latch tries again after a growing pause, not in a tight
+ * loop, and joins once the obstacle is gone. */
+static void test_latch_join_retry_pause(void)
+{
+    char parent[128], path[160];
+    zkt_path("latch-retry", parent, sizeof parent);
+    snprintf(path, sizeof path, "%s/election", parent);
+    zhandle_t *raw = zkt_raw();
+    zhandle_t *blocker = zkt_raw();
+    CU_ASSERT_EQUAL_FATAL(zoo_create(blocker, parent, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_latch_t *l;
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l, c, path, "r"), ZKR_OK);
+    long long p0 = zkt_stat_value("mntr", "zk_packets_received");
+    CU_ASSERT_EQUAL(zkr_latch_start(l), ZKR_OK);
+    zkt_sleep_ms(1500);
+    long long p1 = zkt_stat_value("mntr", "zk_packets_received");
+    CU_ASSERT_FALSE(zkr_latch_has_leadership(l));
+    /* paused 50, 100, 200, 400, 800 ms: a few attempts of a few requests */
+    CU_ASSERT_TRUE(p0 >= 0 && p1 - p0 < 100);
+    if (!(p1 - p0 < 100))
+        fprintf(stderr, "requests in 1.5 s of failed joins: %lld\n", p1 - p0);
+    zkt_raw_close(blocker); /* its ephemeral parent goes */
+    CU_ASSERT_EQUAL(zkr_latch_await(l, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    zkr_latch_free(l);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS));
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
+/* ---- closing from inside: the latch leaves at once, the selector refuses ------------------- */
 
 typedef struct inside {
     zkr_latch_t *l;
@@ -1091,15 +1185,19 @@ static void test_close_from_inside(void)
     char path[128], spath[160];
     zkt_path("close-inside", path, sizeof path);
     snprintf(spath, sizeof spath, "%s-sel", path);
+    zhandle_t *raw = zkt_raw();
     zkr_client_t *c = zkt_client(SESSION_MS);
     inside_t a = {0}, b = {0};
     CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&a.l, c, path, "x"), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_latch_set_listener(a.l, close_from_listener, &a), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_latch_start(a.l), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &a.done, WAIT_MS));
-    CU_ASSERT_EQUAL(atomic_load(&a.rc), ZKR_EDEADLK);
-    CU_ASSERT_TRUE(zkr_latch_has_leadership(a.l)); /* nothing done */
-    CU_ASSERT_EQUAL(zkr_latch_close(a.l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
+    /* A latch closed from its own listener (the client thread) leaves
+     * without waiting: not leader, its node deleted, closed. */
+    CU_ASSERT_EQUAL(atomic_load(&a.rc), ZKR_OK);
+    CU_ASSERT_FALSE(zkr_latch_has_leadership(a.l));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, path, 0, WAIT_MS));
+    CU_ASSERT_EQUAL(zkr_latch_close(a.l, ZKR_LATCH_CLOSE_SILENT), ZKR_ESTATE);
     zkr_latch_free(a.l);
     CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&b.s, c, spath, "y", close_from_term, &b), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_selector_start(b.s), ZKR_OK);
@@ -1108,6 +1206,7 @@ static void test_close_from_inside(void)
     CU_ASSERT_EQUAL(zkr_selector_close(b.s), ZKR_OK);
     zkr_selector_free(b.s);
     zkr_client_close(c);
+    zkt_raw_close(raw);
 }
 
 /* ---- the client closes under running leader objects --------------------------------------- */
@@ -1242,6 +1341,9 @@ static void add_suites(void)
     CU_add_test(s, "latch: SILENT close tells nothing; default id is zero bytes", test_latch_silent_default_id);
     CU_add_test(s, "latches: at most one leader, hand-over in join order, tokens increase", test_latch_handover);
     CU_add_test(s, "latches on one client: combined creates, each node with its id", test_latch_ids_combined);
+    CU_add_test(s, "200 latches on one client: no thread each, nothing for the program's dispatch",
+                test_latch_no_thread);
+    CU_add_test(s, "latch: failed joins paused (not a tight loop), joined once possible", test_latch_join_retry_pause);
     CU_add_test(s, "latch: outside deletion of the leader's node, the path deleted", test_latch_outside_deletion);
     CU_add_test(s, "latch: SUSPENDED ends leadership (standard policy), RECONNECTED restores it",
                 test_latch_suspended_standard);
@@ -1256,7 +1358,7 @@ static void add_suites(void)
     CU_add_test(s, "observer sees each change; proclaim by leader only", test_observe_and_proclaim);
     CU_add_test(s, "guarded writes: applied while held, refused and nothing written when gone",
                 test_guarded_writes);
-    CU_add_test(s, "close from the latch's listener or the selector's callback: ZKR_EDEADLK",
+    CU_add_test(s, "close from the latch's listener: it leaves; from the selector's callback: ZKR_EDEADLK",
                 test_close_from_inside);
     CU_add_test(s, "the client closes under a leading latch, a running term and an observer",
                 test_client_close_under_objects);

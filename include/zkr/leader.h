@@ -9,6 +9,7 @@
  *                   latch leads while its node is first; it stays in the
  *                   election (rejoining after a lost session, an outside
  *                   deletion or a vanished path) until zkr_latch_close.
+ *                   No thread of its own: the client's thread runs it.
  *                   Nodes: "<path>/_c_<uuid>-latch-<seq>",
  *                   EPHEMERAL_SEQUENTIAL, data = the participant id (UTF-8).
  *   zkr_selector_t  Curator's LeaderSelector.  A mutex on the path
@@ -140,10 +141,10 @@ ZKR_EXTERN int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *pat
 ZKR_EXTERN int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy);
 ZKR_EXTERN int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx);
 
-/* Join the election (once): returns at once; the latch creates its node
- * and takes part from the latch's own thread.  Returns ZKR_OK, ZKR_EINVAL
- * (l NULL), ZKR_ESTATE (started before, or closed), ZKR_ECLOSED (the client
- * is closing), ZKR_ENOMEM, ZKR_ESYSTEM (no thread). */
+/* Join the election (once): returns at once; the client's thread creates
+ * the node and takes part (a latch costs no thread of its own).  Returns
+ * ZKR_OK, ZKR_EINVAL (l NULL), ZKR_ESTATE (started before, or closed),
+ * ZKR_ECLOSED (the client is closing), ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_latch_start(zkr_latch_t *l);
 
 /* Wait until this latch leads, at most timeout_ms (< 0 forever, 0 a look).
@@ -187,17 +188,22 @@ typedef enum zkr_latch_close_mode {
     ZKR_LATCH_CLOSE_NOTIFY_LEADER = 1 /* told "not leader" first */
 } zkr_latch_close_mode_t;
 
-/* Leave the election (the only way to give leadership up): the latch's
- * thread ends, its node is deleted (waiting at most ZKR_RELEASE_WAIT_MS;
- * then in the background), zkr_latch_await callers return ZKR_ESTATE.
- * After it returns the listener is not running and will not run.  Returns
- * ZKR_OK, ZKR_EINVAL (l NULL, unknown mode), ZKR_ESTATE (not started, or
- * closed already), ZKR_EDEADLK (called from the latch's own listener:
- * nothing done). */
+/* Leave the election (the only way to give leadership up): not leader at
+ * once, its node is deleted (waiting at most ZKR_RELEASE_WAIT_MS; then in
+ * the background), a join in progress is cancelled, zkr_latch_await
+ * callers return ZKR_ESTATE.  After it returns the listener is not running
+ * and will not run.  From a listener (the client's thread: its own, or
+ * any other of the client's callbacks) it does not wait: the delete goes
+ * out, and with NOTIFY_LEADER "not leader" is told after the running
+ * callback returns, then nothing more.  Returns ZKR_OK, ZKR_EINVAL (l
+ * NULL, unknown mode), ZKR_ESTATE (not started, or closed already). */
 ZKR_EXTERN int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode);
 
 /* Free the latch (closing it silently if it was started and not closed).
- * NULL is a no-op.  No thread may be inside a call on `l`. */
+ * NULL is a no-op.  No thread may be inside a call on `l`.  Not from the
+ * latch's own listener, nor from another callback of the client while
+ * the latch's join is in progress: the latch is then left as it is (closed,
+ * not freed) and an error is logged. */
 ZKR_EXTERN void zkr_latch_free(zkr_latch_t *l);
 
 /* ---- LeaderSelector ------------------------------------------------------- */
