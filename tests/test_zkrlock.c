@@ -269,8 +269,9 @@ static void test_leader_lost_session(void)
     lost_case("600", 1, "lost leadership", "--leader");
 }
 
-/* A short stall within --grace: the command carries on. */
-static void test_grace_survives(void)
+/* A short stall within --grace: the command carries on (kind: NULL for
+ * the mutex, "--leader" for leadership). */
+static void grace_case(const char *kind)
 {
     scene_t sc;
     scene(&sc, "cli-grace");
@@ -279,7 +280,7 @@ static void test_grace_survives(void)
     /* 12 s session: the client gives up on the connection after 2/3 of it,
      * the server expires it only after all of it */
     const char *const opts[] = {"--hosts", zkt_proxy_hosts(p), "--session-timeout", "12000", "--grace", "600",
-                                "--verbose", NULL};
+                                "--verbose", kind, NULL};
     pid_t pid = start_script(&sc, opts, TRAP_TERM, "g", sc.err);
     CU_ASSERT_FATAL(wait_lines(sc.rec, "begin g", 1, WAIT_MS));
     CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
@@ -306,6 +307,17 @@ static void test_grace_survives(void)
     }
     CU_ASSERT_EQUAL(children_of(sc.path), 0);
     zkt_proxy_stop(p);
+}
+
+static void test_grace_survives(void)
+{
+    grace_case(NULL);
+}
+
+/* Leadership kept through the stall (the session policy), the same term. */
+static void test_leader_grace_survives(void)
+{
+    grace_case("--leader");
 }
 
 /* ---- the environment ------------------------------------------------------------------------ */
@@ -700,6 +712,8 @@ static void add_suites(void)
     CU_add_test(s, "stalled connection, no grace: command stopped when in doubt, exit 75", test_lost_in_doubt);
     CU_add_test(s, "stalled past the session: LOST, SIGTERM ignored, SIGKILL, exit 75", test_lost_session);
     CU_add_test(s, "short stall within --grace: the command survives", test_grace_survives);
+    CU_add_test(s, "--leader: short stall within --grace: the command survives, leadership kept",
+                test_leader_grace_survives);
     CU_add_test(s, "--leader: two runs lead one after the other; --print --leader lists both",
                 test_leader_one_at_a_time);
     CU_add_test(s, "--leader: another leader gives the conflict code; the id, token and node in the environment",

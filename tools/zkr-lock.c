@@ -389,6 +389,7 @@ typedef struct watch {
     int killed;
     int unsafe;
     int client_lost;
+    zkr_hold_state_t seen; /* --leader: the state last logged */
 } watch_t;
 
 /* Read the event pipe: forward signals, note a lost session. */
@@ -429,6 +430,10 @@ static int check_hold(tool_t *t, watch_t *w)
         return timeout;
     }
     zkr_hold_state_t s = lock_state(t);
+    if (t->latch && s != w->seen) { /* (a lock's hold listener logs its own) */
+        zkrl_vlog("leadership of %s: %s", t->o.path, zkr_hold_state_name(s));
+        w->seen = s;
+    }
     if (s == ZKR_HOLD_LOST || s == ZKR_HOLD_NONE || w->client_lost) {
         if (t->latch)
             zkrl_err("lost leadership of %s: stopping the command", t->o.path);
@@ -478,6 +483,7 @@ static int run_command(tool_t *t, const sigset_t *mask)
 
     watch_t w;
     memset(&w, 0, sizeof w);
+    w.seen = ZKR_HOLD_SAFE; /* as acquired */
     int code = zkrl_spawn(&w.ch, o->argv, env, mask);
     for (int i = 0; i < 4; i++)
         free(env[i]);
