@@ -376,6 +376,11 @@ void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks)
     pthread_mutex_unlock(&c->mu);
 }
 
+int zkr__client_on_thread(zkr_client_t *c)
+{
+    return c->thread_started && pthread_equal(pthread_self(), c->thread);
+}
+
 int zkr_client_close(zkr_client_t *c)
 {
     if (!c)
@@ -383,8 +388,7 @@ int zkr_client_close(zkr_client_t *c)
     /* A listener, hold listener or revocation function of this client runs
      * on its thread: closing from there would join that very thread; a
      * zkr_client_with_handle function is a user close would wait for. */
-    if ((c->thread_started && pthread_equal(pthread_self(), c->thread)) || in_handle_fn == c ||
-        in_dispatch(c))
+    if (zkr__client_on_thread(c) || in_handle_fn == c || in_dispatch(c))
         return ZKR_EDEADLK;
     pthread_mutex_lock(&c->mu);
     if (c->closing) {

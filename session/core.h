@@ -94,6 +94,11 @@ void zkr__log(zkr_client_t *c, int level, const char *fmt, ...)
 #endif
     ;
 
+/* 1 if the caller is the client's own thread (inside one of its
+ * listeners, hold listeners or subscriptions): what it would wait for
+ * there runs only once it returns. */
+int zkr__client_on_thread(zkr_client_t *c);
+
 /* Mark the calling thread as inside a blocking call on `c`, so that
  * zkr_client_close waits for it.  ZKR_ECLOSED if the client is closing. */
 int zkr__client_enter(zkr_client_t *c);

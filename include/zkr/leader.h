@@ -190,7 +190,11 @@ typedef enum zkr_latch_close_mode {
 /* Leave the election (the only way to give leadership up): the latch's
  * thread ends, its node is deleted (waiting at most ZKR_RELEASE_WAIT_MS;
  * then in the background), zkr_latch_await callers return ZKR_ESTATE.
- * After it returns the listener is not running and will not run.  Returns
+ * After it returns the listener is not running and will not run.  On the
+ * client's thread (from another latch's listener, an observer, a state
+ * listener) it does not wait for that thread: a "not leader" still to be
+ * told is told within the call (a term begun and ended meanwhile is not
+ * told).  Returns
  * ZKR_OK, ZKR_EINVAL (l NULL, unknown mode), ZKR_ESTATE (not started, or
  * closed already), ZKR_EDEADLK (called from the latch's own listener:
  * nothing done). */
@@ -267,7 +271,8 @@ ZKR_EXTERN int zkr_selector_proclaim(zkr_selector_t *s, const char *value);
 ZKR_EXTERN int zkr_selector_guarded_write(zkr_selector_t *s, zkr_op_t *ops, size_t n);
 
 /* Leave: tell the callback to stop, wait for it to return, delete our
- * node, end the thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
+ * node, end the thread (on the client's thread: the listener as
+ * zkr_latch_close tells it).  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
  * started, or closed already), ZKR_EDEADLK (called on the selector's own
  * thread, from the callback, or from its listener: nothing done; return
  * from it instead). */
