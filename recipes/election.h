@@ -85,6 +85,8 @@ void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline);
  * s->node, tracked (its state changes wake the thread).  Returns the
  * codes of zkr__acquire. */
 int zkr__seat_take(zkr__seat_t *s);
+/* 1 while the recipe leads and its client is open.  mu held. */
+int zkr__seat_leading_locked(zkr__seat_t *s);
 /* The hold's state (LOST once the client closes).  mu held. */
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s);
 /* The thread: delete our node (if any). */

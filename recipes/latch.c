@@ -120,12 +120,12 @@ int zkr_latch_await(zkr_latch_t *l, int64_t timeout_ms)
             rc = ZKR_ESTATE;
             break;
         }
-        if (s->leader) {
-            rc = ZKR_OK;
-            break;
-        }
         if (zkr__seat_client_closed(s)) {
             rc = ZKR_ECLOSED;
+            break;
+        }
+        if (s->leader) {
+            rc = ZKR_OK;
             break;
         }
         if (zkr__now_ms() >= deadline) {
@@ -143,7 +143,7 @@ int zkr_latch_has_leadership(zkr_latch_t *l)
     if (!l)
         return 0;
     pthread_mutex_lock(&l->seat.mu);
-    int lead = l->seat.leader;
+    int lead = zkr__seat_leading_locked(&l->seat);
     pthread_mutex_unlock(&l->seat.mu);
     return lead;
 }

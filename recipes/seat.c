@@ -128,6 +128,13 @@ int zkr__seat_take(zkr__seat_t *s)
     return rc;
 }
 
+int zkr__seat_leading_locked(zkr__seat_t *s)
+{
+    /* the client closed: its session, and our node, are gone at once (the
+     * thread sees it at its next look) */
+    return s->leader && !zkr__seat_client_closed(s);
+}
+
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s)
 {
     if (zkr__seat_client_closed(s))
@@ -168,7 +175,7 @@ void zkr__seat_backoff(zkr__seat_t *s, int rc)
 static int leading_guard(zkr__seat_t *s, zkr__guard_t *g)
 {
     pthread_mutex_lock(&s->mu);
-    int rc = s->leader ? zkr__guard_fill(s->c, &s->node, g) : ZKR_ENOTLEADER;
+    int rc = zkr__seat_leading_locked(s) ? zkr__guard_fill(s->c, &s->node, g) : ZKR_ENOTLEADER;
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -192,7 +199,7 @@ int zkr__seat_guarded_write(zkr__seat_t *s, zkr_op_t *ops, size_t n)
 int zkr__seat_token(zkr__seat_t *s, int64_t *token)
 {
     pthread_mutex_lock(&s->mu);
-    int rc = s->leader ? ZKR_OK : ZKR_ENOTLEADER;
+    int rc = zkr__seat_leading_locked(s) ? ZKR_OK : ZKR_ENOTLEADER;
     if (rc == ZKR_OK)
         *token = s->node.czxid;
     pthread_mutex_unlock(&s->mu);
