@@ -63,6 +63,16 @@ static void test_wrong_order(void)
     zkr_op_t bad_version = ZKR_OP_SET_INIT(path, "x", 1, 12345);
     CU_ASSERT_EQUAL(zkr_latch_guarded_write(l, &bad_version, 1), ZKR_EZOOKEEPER);
     CU_ASSERT_EQUAL(bad_version.rc, ZKR_EZOOKEEPER);
+    /* Our node's ACL changed from outside to refuse writes: ZKR_ENOAUTH */
+    zkr_participant_t *ld = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_election_leader(c, path, ZKR_ELECTION_LATCH, &ld), ZKR_OK);
+    struct ACL read_only = {ZOO_PERM_READ, {"world", "anyone"}};
+    struct ACL_vector acl = {1, &read_only};
+    zhandle_t *raw = zkt_raw();
+    CU_ASSERT_EQUAL(zoo_set_acl(raw, ld->node_path, -1, &acl), ZOK);
+    CU_ASSERT_EQUAL(zkr_latch_proclaim(l, "refused"), ZKR_ENOAUTH);
+    zkt_raw_close(raw);
+    zkr_participants_free(ld, 1);
     CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT), ZKR_ESTATE);
     CU_ASSERT_EQUAL(zkr_latch_start(l), ZKR_ESTATE); /* closed */

@@ -173,7 +173,8 @@ ZKR_EXTERN const char *zkr_latch_id(zkr_latch_t *l);
  * LeaderSelectors, which look again on any event).  Returns ZKR_OK,
  * ZKR_EINVAL (NULL, not valid UTF-8, over ZKR_LEADER_ID_MAX),
  * ZKR_ENOTLEADER (not leader: nothing written), ZKR_ECONNLOSS (outcome
- * unknown), ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER. */
+ * unknown), ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH (the node's ACL
+ * was changed to refuse our write), ZKR_ENOMEM, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_latch_proclaim(zkr_latch_t *l, const char *value);
 
 /* zkr_guarded_write guarded by this latch's leadership: ZKR_ENOTLEADER
