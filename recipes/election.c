@@ -251,6 +251,7 @@ static void tell_run(zkr_client_t *c, void *arg, int type, const char *token)
     void *ctx = t->ctx;
     t->calling = pthread_self();
     t->in_call = 1;
+    t->seen = type;
     pthread_mutex_unlock(t->mu);
     if (fn)
         fn(type, token ? strtoll(token, NULL, 10) : 0, ctx);
@@ -280,6 +281,8 @@ void zkr__tell_locked(zkr__tell_t *t, int is_leader, int64_t token)
         return;
     char buf[24];
     snprintf(buf, sizeof buf, "%" PRId64, is_leader ? token : 0);
+    t->last = is_leader;
+    t->last_token = is_leader ? token : 0;
     t->posted++;
     zkr__sub_post(t->c, t->sub, is_leader, buf);
 }
@@ -293,12 +296,29 @@ void zkr__tell_finish(zkr__tell_t *t)
 {
     if (!t->sub)
         return;
+    if (zkr__client_on_own_thread(t->c)) {
+        /* Closed from a callback (another object's, or its own listener):
+         * what is posted runs on this thread, after we return.  Drop it (no
+         * call after the close), and tell the last state here if the
+         * listener has another (unless muted: a SILENT close). */
+        zkr__sub_remove(t->c, t->sub);
+        t->sub = NULL;
+        pthread_mutex_lock(t->mu);
+        int tell = t->fn && !t->muted && t->ran < t->posted && t->seen != t->last;
+        zkr_leader_fn fn = t->fn;
+        void *ctx = t->ctx;
+        int state = t->last;
+        int64_t token = t->last_token;
+        t->seen = t->last;
+        t->ran = t->posted;
+        pthread_mutex_unlock(t->mu);
+        if (tell)
+            fn(state, token, ctx);
+        return;
+    }
     /* Everything told runs before it ends (a closing client drops what it
-     * has not run: then stop waiting; on the client thread, which runs
-     * them, nothing more runs). */
+     * has not run: then stop waiting; muted: they run as no-ops). */
     pthread_mutex_lock(t->mu);
-    if (zkr__client_on_own_thread(t->c))
-        t->muted = 1;
     while (!t->muted && t->ran < t->posted && zkr_client_state(t->c) != ZKR_STATE_CLOSED)
         zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + 100);
     pthread_mutex_unlock(t->mu);

@@ -36,6 +36,9 @@ typedef struct zkr__tell {
     void *ctx;
     void *sub;
     int told;             /* the last state told (0 at first) */
+    int seen;             /* the last state the listener ran with */
+    int last;             /* the last state posted, with its token */
+    int64_t last_token;
     long posted, ran;
     int in_call;
     int muted;            /* what is posted is no longer told */
@@ -47,7 +50,10 @@ int zkr__tell_init(zkr__tell_t *t, zkr_client_t *c, pthread_mutex_t *mu, pthread
 void zkr__tell_locked(zkr__tell_t *t, int is_leader, int64_t token);
 /* 1 if the calling thread is inside the listener.  *mu held. */
 int zkr__tell_in_call_locked(const zkr__tell_t *t);
-/* Wait until everything told has run, then stop (no lock held). */
+/* Wait until everything told has run, then stop (no lock held).  On the
+ * client thread (a callback of another object), where what is posted
+ * would run only after it returns, it does not wait: the listener is told
+ * there the last state posted, if it is not the one it has. */
 void zkr__tell_finish(zkr__tell_t *t);
 
 /* A participant's seat (seat.c): the object's thread and its node.  The

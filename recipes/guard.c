@@ -26,6 +26,23 @@ static int op_valid(const zkr_op_t *op)
     return op->type == ZKR_OP_DELETE || op->type == ZKR_OP_SET || op->type == ZKR_OP_CHECK;
 }
 
+/* ZooKeeper's default jute.maxbuffer: a server drops the connection
+ * that sends a larger request (and every hold on it goes IN_DOUBT). */
+#define REQUEST_MAX 0xfffff
+
+/* What the multi weighs as jute writes it, rounded up: per operation its
+ * header and fixed fields, its path and data, a create's ACL. */
+static size_t request_size(const char *guard, const zkr_op_t *ops, size_t n, const struct ACL_vector *acl)
+{
+    size_t acl_size = 4;
+    for (int32_t i = 0; acl && i < acl->count; i++)
+        acl_size += 12 + strlen(acl->data[i].id.scheme) + strlen(acl->data[i].id.id);
+    size_t total = 64 + 32 + strlen(guard); /* the request's headers, the guard's check */
+    for (size_t i = 0; i < n; i++)
+        total += 32 + strlen(ops[i].path) + ops[i].data_len + (ops[i].type == ZKR_OP_CREATE ? acl_size : 0);
+    return total;
+}
+
 static int create_mode(int flags)
 {
     int e = flags & ZKR_CREATE_EPHEMERAL, s = flags & ZKR_CREATE_SEQUENTIAL;
@@ -116,6 +133,8 @@ int zkr_guarded_write(zkr_client_t *c, const char *guard_path, int64_t guard_ses
         if (!op_valid(&ops[i]))
             return ZKR_EINVAL;
     gwrite_t w = {guard_path, guard_session, ops, n, zkr__client_acl(c)};
+    if (request_size(guard_path, ops, n, w.acl) > REQUEST_MAX)
+        return ZKR_EINVAL;
     return zkr_client_with_handle(c, gwrite_on, &w);
 }
 

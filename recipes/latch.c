@@ -246,8 +246,10 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
     else if (node.path)
         zkr__node_delete(s->c, &node); /* a lost node's delete ends in the background */
     zkr__async_forget(s->c, l);
-    if (own)
-        return ZKR_OK; /* (the acquire's end and what is told come after) */
+    if (own) { /* the acquire's end comes after; what is left to tell, now */
+        zkr__tell_finish(&s->tell);
+        return ZKR_OK;
+    }
     pthread_mutex_lock(&s->mu);
     while (l->acquiring) /* its end comes on the client thread, or with its close */
         zkr__seat_wait_locked(s, INT64_MAX);

@@ -86,8 +86,11 @@ typedef struct zkr_op {
  *                   session expired), or the client's session is no longer
  *                   the node's.  Nothing was written.
  *   ZKR_EINVAL      NULL argument, n < 1 or n > ZKR_GUARD_OPS_MAX, a bad
- *                   path or type in ops, data_len > 0 with data NULL, or
- *                   data_len over ZKR_DATA_MAX.  Nothing was sent.
+ *                   path or type in ops, data_len > 0 with data NULL,
+ *                   data_len over ZKR_DATA_MAX, or the writes together
+ *                   (data, paths, ACLs) over ZooKeeper's default request
+ *                   limit, jute.maxbuffer (1 MiB), for which a server
+ *                   would drop the connection.  Nothing was sent.
  *   ZKR_ENONODE, ZKR_ENODEEXISTS, ZKR_ENOAUTH, ZKR_EZOOKEEPER (a version
  *                   mismatch among others): one of the program's writes was refused
  *                   (see its ops[i].rc); nothing was written

@@ -174,7 +174,8 @@ ZKR_EXTERN const char *zkr_latch_id(zkr_latch_t *l);
  * LeaderSelectors, which look again on any event).  Returns ZKR_OK,
  * ZKR_EINVAL (NULL, not valid UTF-8, over ZKR_LEADER_ID_MAX),
  * ZKR_ENOTLEADER (not leader: nothing written), ZKR_ECONNLOSS (outcome
- * unknown), ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER. */
+ * unknown), ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH (the node's ACL
+ * was changed to refuse our write), ZKR_ENOMEM, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_latch_proclaim(zkr_latch_t *l, const char *value);
 
 /* zkr_guarded_write guarded by this latch's leadership: ZKR_ENOTLEADER
@@ -192,11 +193,12 @@ typedef enum zkr_latch_close_mode {
  * once, its node is deleted (waiting at most ZKR_RELEASE_WAIT_MS; then in
  * the background), a join in progress is cancelled, zkr_latch_await
  * callers return ZKR_ESTATE.  After it returns the listener is not running
- * and will not run.  From a listener (the client's thread: its own, or
- * any other of the client's callbacks) it does not wait: the delete goes
- * out, and with NOTIFY_LEADER "not leader" is told after the running
- * callback returns, then nothing more.  Returns ZKR_OK, ZKR_EINVAL (l
- * NULL, unknown mode), ZKR_ESTATE (not started, or closed already). */
+ * and will not run.  On the client's thread (from a listener: its own, or
+ * another latch's, an observer, a state listener) it does not wait for
+ * that thread: with NOTIFY_LEADER a "not leader" still to be told is told
+ * within the call (from its own listener: a nested call; a term begun and
+ * ended meanwhile is not told).  Returns ZKR_OK, ZKR_EINVAL (l NULL,
+ * unknown mode), ZKR_ESTATE (not started, or closed already). */
 ZKR_EXTERN int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode);
 
 /* Free the latch (closing it silently if it was started and not closed).
@@ -273,7 +275,8 @@ ZKR_EXTERN int zkr_selector_proclaim(zkr_selector_t *s, const char *value);
 ZKR_EXTERN int zkr_selector_guarded_write(zkr_selector_t *s, zkr_op_t *ops, size_t n);
 
 /* Leave: tell the callback to stop, wait for it to return, delete our
- * node, end the thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
+ * node, end the thread (on the client's thread: the listener as
+ * zkr_latch_close tells it).  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
  * started, or closed already), ZKR_EDEADLK (called on the selector's own
  * thread, from the callback, or from its listener: nothing done; return
  * from it instead). */
