@@ -511,6 +511,44 @@ static void test_leader_one_at_a_time(void)
     zkt_raw_close(zh);
 }
 
+/* Participants' ids and names come from the server: --print --leader
+ * escapes what could break the listing or act on a terminal (C0 and C1
+ * controls, bytes that are not UTF-8, spaces, backslashes), and keeps
+ * well-formed UTF-8 as it is. */
+static void test_print_leader_hostile(void)
+{
+    char path[128], node[192];
+    zkt_path("cli-leader-hostile", path, sizeof path);
+    const char *out = wfile("hostile.out");
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(node, sizeof node, "%s/_c_x\xc3\xa9-latch-0000000001", path); /* (names: UTF-8, no controls) */
+    static const char id[] = "a\xc2\x9b[2J\xff c\x1b\\\xc3\xa9\xe2\x82\xac";
+    CU_ASSERT_EQUAL(zoo_create(zh, node, id, (int)sizeof id - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    const char *const pr[] = {"--hosts", zkt_hosts(), "--print", "--leader", path, NULL};
+    CU_ASSERT_EQUAL(run_tool(out, NULL, pr), 0);
+    /* an id that is not UTF-8: a usage error that says so, nothing joined */
+    const char *err = wfile("hostile.err");
+    const char *const bad[] = {"--hosts", zkt_hosts(), "--leader", "--id", "\xff", path, "--", "true", NULL};
+    CU_ASSERT_EQUAL(run_tool(NULL, err, bad), 64);
+    assert_one_line(err, "--id: not valid UTF-8");
+    CU_ASSERT_EQUAL(children_of(path), 1);
+    char *t = slurp(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, "_c_x\xc3\xa9-latch-0000000001"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(t, " a\\xc2\\x9b[2J\\xff\\x20c\\x1b\\x5c\xc3\xa9\xe2\x82\xac\n"));
+    for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+        CU_ASSERT(*p >= 0x20 || *p == '\n'); /* no control reaches the terminal */
+    CU_ASSERT_PTR_NULL(strstr(t, "\xc2\x9b"));
+    CU_ASSERT_PTR_NULL(strchr(t, '\xff'));
+    if (!strstr(t, "\\xc2\\x9b[2J"))
+        printf("\n    listing: %s", t);
+    free(t);
+    zoo_delete(zh, node, -1);
+    zoo_delete(zh, path, -1);
+    zkt_raw_close(zh);
+}
+
 /* Another leader (a C latch): --timeout 0 and a short timeout give the
  * conflict code and leave nothing; once it closes, the command runs with
  * the id, the token and the node in its environment. */
@@ -714,6 +752,8 @@ static void add_suites(void)
     CU_add_test(s, "short stall within --grace: the command survives", test_grace_survives);
     CU_add_test(s, "--leader: short stall within --grace: the command survives, leadership kept",
                 test_leader_grace_survives);
+    CU_add_test(s, "--print --leader: hostile ids and names escaped (controls, C1, not UTF-8)",
+                test_print_leader_hostile);
     CU_add_test(s, "--leader: two runs lead one after the other; --print --leader lists both",
                 test_leader_one_at_a_time);
     CU_add_test(s, "--leader: another leader gives the conflict code; the id, token and node in the environment",

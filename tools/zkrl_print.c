@@ -6,6 +6,7 @@
  * the public API tells them only for our own holds.  An election
  * (--leader) is read by the library alone: zkr_election_participants
  * gives every node's session, czxid and id. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,16 +71,47 @@ char *zkrl_node_by_token(const zkrl_opts_t *o, char **paths, size_t n, int64_t t
     return found;
 }
 
-/* The node's name with control characters and backslashes as \xNN: names
- * come from the server and must not break the one-per-line output. */
+/* Length of the well-formed UTF-8 sequence at p (n bytes left) that is
+ * not a C1 control (U+0080..U+009F, which terminals may act on), or 0. */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+    size_t len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    uint32_t cp = p[0] & (0x7f >> len);
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[k] & 0x3f);
+    }
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+        return 0;
+    return len;
+}
+
+/* Bytes from the server (names, ids) as text that cannot break the
+ * one-per-line output nor reach the terminal as controls: control
+ * characters (C0, DEL, C1), backslashes, bytes that are not well-formed
+ * UTF-8 and, if `space`, spaces as \xNN. */
+static void put_escaped_n(const char *s, size_t n, int space)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t len = p[i] >= 0x80 ? utf8_printable(p + i, n - i) : 1;
+        if (len == 0 || p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\' || (space && p[i] == ' ')) {
+            printf("\\x%02x", p[i]);
+            i++;
+            continue;
+        }
+        fwrite(p + i, 1, len, stdout);
+        i += len;
+    }
+}
+
 static void put_escaped(const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f || *p == '\\')
-            printf("\\x%02x", *p);
-        else
-            putchar(*p);
-    }
+    put_escaped_n(s, strlen(s), 0);
 }
 
 typedef struct listing {
@@ -171,13 +203,7 @@ static int print_election(const zkrl_opts_t *o, zkr_client_t *c)
         put_escaped(ps[i].node_path);
         printf(" 0x%llx %lld ", (unsigned long long)ps[i].session, (long long)ps[i].token);
         /* the id as stored: bytes, not checked; escaped, spaces included */
-        for (size_t k = 0; k < ps[i].id_len; k++) {
-            unsigned char ch = (unsigned char)ps[i].id[k];
-            if (ch <= 0x20 || ch == 0x7f || ch == '\\')
-                printf("\\x%02x", ch);
-            else
-                putchar(ch);
-        }
+        put_escaped_n(ps[i].id, ps[i].id_len, 1);
         putchar('\n');
     }
     zkr_participants_free(ps, n);
