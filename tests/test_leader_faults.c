@@ -391,14 +391,17 @@ static int cmp_lead(const void *a, const void *b)
  * and b (b told leader while a believed it led) if the fault hit one of
  * them, b was told inside it (or within `bound` after it), and the
  * victim stopped believing (told, or in doubt) within the bound. */
-static int outside_closed(const term_t *a, const term_t *b, int64_t bound)
+static int outside_closed(const term_t *a, const term_t *b, int64_t bound, int64_t *lag)
 {
     for (int f = 0; (f = zkt_fault_outside(a->worker, b->worker, b->lead_ms, bound, f)) >= 0; f++) {
         const zkt_fault_t *m = zkt_fault_get(f);
         const term_t *v = a->worker == m->worker ? a : b;
         int64_t learnt = v->doubt_ms && (!v->end_ms || v->doubt_ms < v->end_ms) ? v->doubt_ms : v->end_ms;
-        if (learnt && learnt <= m->end + bound)
+        if (learnt && learnt <= m->end + bound) {
+            if (learnt - m->end > *lag)
+                *lag = learnt - m->end;
             return f;
+        }
     }
     return -1;
 }
@@ -427,7 +430,7 @@ static void check_terms(int n, int64_t bound)
     memcpy(t, sh->t, (size_t)n * sizeof *t);
     qsort(t, (size_t)n, sizeof *t, cmp_lead);
     int unended = 0, bad_overlap = 0, in_doubt = 0, outside = 0, bad_token = 0, resumed = 0;
-    int64_t max_token = 0;
+    int64_t max_token = 0, lag = 0;
     int max_worker = -1;
     const char *all = getenv("ZKR_TERMS"); /* print every term, and the faults */
     for (int j = 0; all && *all && j < n; j++)
@@ -444,7 +447,7 @@ static void check_terms(int n, int64_t bound)
                 continue;
             if (t[i].doubt_ms && t[i].doubt_ms <= t[j].lead_ms) {
                 in_doubt++;
-            } else if (outside_closed(&t[i], &t[j], bound) >= 0) {
+            } else if (outside_closed(&t[i], &t[j], bound, &lag) >= 0) {
                 outside++;
             } else {
                 bad_overlap++;
@@ -468,9 +471,9 @@ static void check_terms(int n, int64_t bound)
         }
     }
     printf("    %d terms (%d the same node again); overlaps after the earlier was told it was in doubt: %d; "
-           "with a worker whose session or node was closed from outside (it learnt within %lld ms): %d; "
-           "unexcused: %d; token inversions: %d; terms never ended: %d\n",
-           n, resumed, in_doubt, (long long)bound, outside, bad_overlap, bad_token, unended);
+           "with a worker whose session or node was closed from outside (it learnt within %lld ms; here at most "
+           "%lld ms after the fault): %d; unexcused: %d; token inversions: %d; terms never ended: %d\n",
+           n, resumed, in_doubt, (long long)bound, (long long)lag, outside, bad_overlap, bad_token, unended);
     CU_ASSERT_EQUAL(bad_overlap, 0);
     CU_ASSERT_EQUAL(bad_token, 0);
     CU_ASSERT_EQUAL(unended, 0);
