@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The stability check of issue 23: N rounds of the fault suite, test_core and
-# test_client under `make -j2 check` with two CPU-bound processes beside
-# them.  Every failing round's logs (tests/*.log, make's output) are kept in
-# a directory of their own; a count is printed at the end.
+# The stability check of issue 23: N rounds of the fault suites (locks and
+# elections), test_core and test_client under `make -j2 check` with two
+# CPU-bound processes beside them.  Every failing round's logs (tests/*.log,
+# make's output) are kept in a directory of their own; a count is printed at
+# the end.
 #
 #   bash scripts/stress.sh [ROUNDS] [LOGDIR]
 #     ROUNDS   rounds to run (default 10)
 #     LOGDIR   where failing rounds' logs go (default tests/stress-logs)
-#   ZKR_STRESS_TESTS     the programs (default the three above)
+#   ZKR_STRESS_TESTS     the programs (default the four above)
 #   ZKR_STRESS_BURNERS   CPU-bound processes beside them (default 2)
 #   ZKR_STRESS_ROUND_S   one round's bound in seconds (default 900)
 #   ZKR_STRESS_STOP=1    stop at the first failing round
@@ -18,7 +19,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 rounds=${1:-10}
 logdir=${2:-tests/stress-logs}
-tests=${ZKR_STRESS_TESTS:-tests/test_faults tests/test_core tests/test_client}
+tests=${ZKR_STRESS_TESTS:-tests/test_faults tests/test_leader_faults tests/test_core tests/test_client}
 nburn=${ZKR_STRESS_BURNERS:-2}
 bound=${ZKR_STRESS_ROUND_S:-900}
 mkdir -p "$logdir" || exit 1

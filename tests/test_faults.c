@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/harness/zkfaults.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
@@ -435,84 +436,10 @@ static void test_forced_expiry_all_kinds(void)
 
 /* ---- ensemble: leader loss ------------------------------------------------------ */
 
-/* One 3-node ensemble serves the whole "ensemble" suite (started by the
- * suite's init, stopped by its cleanup and, on any exit, by with-zk.sh). */
-static char ens_dir[512];
-static char ens_hosts[512];
-
-static int ensemble_cmd(const char *cmd, const char *sub, char *out, size_t outlen)
-{
-    const char *harness = getenv("ZKR_HARNESS");
-    if (!harness)
-        return -1;
-    char line[2048];
-    /* a failed start says why (which node, how, the end of its log) */
-    snprintf(line, sizeof line, "'%s' %s '%s%s'%s", harness, cmd, ens_dir, sub ? sub : "",
-             strcmp(cmd, "ensemble-start") == 0 ? "" : " 2>/dev/null");
-    FILE *f = popen(line, "r");
-    if (!f)
-        return -1;
-    size_t n = out ? fread(out, 1, outlen - 1, f) : 0;
-    if (out) {
-        out[n] = '\0';
-        char *nl = strchr(out, '\n');
-        if (nl)
-            *nl = '\0';
-    } else {
-        char junk[256];
-        while (fread(junk, 1, sizeof junk, f) > 0) {
-        }
-    }
-    int st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int ensemble_up(void)
-{
-    const char *base = getenv("ZKR_TEST_ZKDIR");
-    if (!base)
-        return 1;
-    snprintf(ens_dir, sizeof ens_dir, "%s/ensemble", base);
-    if (ensemble_cmd("ensemble-start", NULL, NULL, 0) != 0)
-        return 1;
-    return ensemble_cmd("ensemble-hosts", NULL, ens_hosts, sizeof ens_hosts) == 0 && ens_hosts[0] ? 0 : 1;
-}
-
-static int ensemble_down(void)
-{
-    ensemble_cmd("ensemble-stop", NULL, NULL, 0);
-    return 0;
-}
-
-/* Kill the current leader (waiting, bounded, until there is one); its
- * number, or -1. */
-static int kill_leader(void)
-{
-    char leader[16] = "";
-    int found = 0;
-    for (int i = 0; i < 60 && !found; i++) { /* <= 30 s */
-        found = ensemble_cmd("ensemble-leader", NULL, leader, sizeof leader) == 0 && atoi(leader) > 0;
-        if (!found)
-            zkt_sleep_ms(500);
-    }
-    if (!found)
-        return -1;
-    char sub[32];
-    snprintf(sub, sizeof sub, "/s%d", atoi(leader));
-    return ensemble_cmd("kill", sub, NULL, 0) == 0 ? atoi(leader) : -1;
-}
-
-static int restart_node(int k)
-{
-    char sub[32];
-    snprintf(sub, sizeof sub, "/s%d", k);
-    return ensemble_cmd("restart", sub, NULL, 0);
-}
-
 static void test_ensemble_leader_kill(void)
 {
-    zkr_client_t *a = zkt_client_at(ens_hosts, 10000);
-    zkr_client_t *b = zkt_client_at(ens_hosts, 10000);
+    zkr_client_t *a = zkt_client_at(zkt_ensemble_hosts(), 10000);
+    zkr_client_t *b = zkt_client_at(zkt_ensemble_hosts(), 10000);
     zkr_mutex_t *ma, *mb;
     told_t told;
     memset(&told, 0, sizeof told);
@@ -527,11 +454,11 @@ static void test_ensemble_leader_kill(void)
     pthread_t t;
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     /* b is queued behind a before the leader goes */
-    zhandle_t *raw = zkt_raw_at(ens_hosts);
+    zhandle_t *raw = zkt_raw_at(zkt_ensemble_hosts());
     CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/lock", 2, 15000));
     zkt_raw_close(raw);
 
-    int k = kill_leader();
+    int k = zkt_ensemble_kill_leader();
     CU_ASSERT_TRUE(k > 0);
     /* Every client of the ensemble loses its connection while it elects. */
     CU_ASSERT_TRUE(wait_told(&told, ZKR_HOLD_IN_DOUBT, 15000));
@@ -544,7 +471,7 @@ static void test_ensemble_leader_kill(void)
     tb = w.token;
     CU_ASSERT_TRUE(tb > ta);
     if (k > 0)
-        CU_ASSERT_EQUAL(restart_node(k), 0);
+        CU_ASSERT_EQUAL(zkt_ensemble_restart(k), 0);
     CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
     zkr_mutex_free(ma);
     zkr_mutex_free(mb);
@@ -561,9 +488,10 @@ static void test_ensemble_leader_kill(void)
 static void test_ensemble_session_taken_over(void)
 {
     char one[64], two[64];
-    const char *comma = strchr(ens_hosts, ',');
+    const char *hosts = zkt_ensemble_hosts();
+    const char *comma = strchr(hosts, ',');
     CU_ASSERT_PTR_NOT_NULL_FATAL(comma);
-    snprintf(one, sizeof one, "%.*s", (int)(comma - ens_hosts), ens_hosts);
+    snprintf(one, sizeof one, "%.*s", (int)(comma - hosts), hosts);
     snprintf(two, sizeof two, "%s", comma + 1);
     char *c2 = strchr(two, ',');
     if (c2)
@@ -616,7 +544,7 @@ static void test_ensemble_session_taken_over(void)
     zkr_mutex_free(m1);
     zkr_mutex_free(m2);
     zkr_client_close(a);
-    zhandle_t *raw = zkt_raw_at(ens_hosts);
+    zhandle_t *raw = zkt_raw_at(zkt_ensemble_hosts());
     CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/moved-1", 0, 15000));
     CU_ASSERT_TRUE(zkt_wait_children(raw, "/ens/moved-2", 0, 15000));
     zkt_raw_close(raw);
@@ -828,28 +756,6 @@ static int cmp_enter(const void *a, const void *b)
  * entry; with several leases, a hold asked for after another had ended has
  * a larger token, and no two holds share one.  Every worker got in again
  * after the last fault. */
-/* When each fault began and ended (printed with an unexcused overlap). */
-typedef struct fault_mark {
-    const char *what;
-    int worker;
-    int64_t begin, end;
-} fault_mark_t;
-static fault_mark_t fmarks[16];
-static int nfmarks;
-
-static int fault_begin(const char *what, int worker)
-{
-    if (nfmarks >= (int)(sizeof fmarks / sizeof fmarks[0]))
-        return (int)(sizeof fmarks / sizeof fmarks[0]) - 1;
-    fmarks[nfmarks] = (fault_mark_t){what, worker, zkt_now_ms(), 0};
-    return nfmarks++;
-}
-
-static void fault_end(int i)
-{
-    fmarks[i].end = zkt_now_ms();
-}
-
 /* A forced expiry closes a session from outside, at once: the server drops
  * its nodes and its connection together, and nothing can tell the holder
  * before another process sees the node go and enters (as with a node
@@ -863,14 +769,11 @@ static void fault_end(int i)
  * the bound. */
 static int outside_expiry(const record_t *a, const record_t *b, int64_t at, int64_t bound)
 {
-    for (int f = 0; f < nfmarks; f++) {
-        if (strcmp(fmarks[f].what, "forced expiry") != 0 || fmarks[f].end == 0)
-            continue;
-        const record_t *v = a->worker == fmarks[f].worker ? a : b->worker == fmarks[f].worker ? b : NULL;
-        if (!v || at < fmarks[f].begin || at > fmarks[f].end + bound)
-            continue;
+    for (int f = 0; (f = zkt_fault_outside(a->worker, b->worker, at, bound, f)) >= 0; f++) {
+        const zkt_fault_t *m = zkt_fault_get(f);
+        const record_t *v = a->worker == m->worker ? a : b;
         long long d = v->doubt_ms;
-        if ((d > 0 && d <= fmarks[f].end + bound) || (v->release_lost && v->exit_ms <= fmarks[f].end + bound))
+        if ((d > 0 && d <= m->end + bound) || (v->release_lost && v->exit_ms <= m->end + bound))
             return f;
     }
     return -1;
@@ -921,9 +824,7 @@ static void check_records(int n, int kind, int64_t last_fault_ms, int session_ms
                         (long long)(r[i].exit_ms - r[j].enter_ms), d > 0 ? "" : "never ",
                         d > 0 ? (long long)(d - r[j].enter_ms) : 0LL);
             }
-            for (int f = 0; f < nfmarks; f++)
-                fprintf(stderr, "  fault %s (worker %d): %+lld .. %+lld\n", fmarks[f].what, fmarks[f].worker,
-                        (long long)(fmarks[f].begin - r[j].enter_ms), (long long)(fmarks[f].end - r[j].enter_ms));
+            zkt_faults_print(stderr, r[j].enter_ms);
         }
         if (capacity == 1 && !r[j].reader) {
             if (r[j].token <= last_token) {
@@ -1023,35 +924,35 @@ static int all_ready(void *arg)
  * (the others wait or are about to); returns when the last one happened. */
 static int64_t standalone_faults(zkt_proxy_t **px)
 {
-    nfmarks = 0;
+    zkt_faults_reset();
     wait_holding(0);
-    int f = fault_begin("short stall", 0);
+    int f = zkt_fault_begin("short stall", 0);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 1), 0); /* stall shorter than the session timeout */
     zkt_sleep_ms(SESSION_MS / 2);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[0], 0), 0);
-    fault_end(f);
+    zkt_fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(1);
-    f = fault_begin("long stall", 1);
+    f = zkt_fault_begin("long stall", 1);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 1), 0); /* stall longer than the session timeout */
     zkt_sleep_ms(SESSION_MS * 2);
     zkt_proxy_cut(px[1]);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px[1], 0), 0); /* cut while stalled: only new connections move */
-    fault_end(f);
+    zkt_fault_end(f);
     zkt_sleep_ms(1000);
     wait_holding(2);
-    f = fault_begin("cut", 2);
+    f = zkt_fault_begin("cut", 2);
     zkt_proxy_cut(px[2]); /* cut + reconnect */
-    fault_end(f);
+    zkt_fault_end(f);
     zkt_sleep_ms(1000);
-    f = fault_begin("server restart", -1);
+    f = zkt_fault_begin("server restart", -1);
     CU_ASSERT_EQUAL(zkt_server("restart"), 0); /* server restart */
-    fault_end(f);
+    zkt_fault_end(f);
     zkt_sleep_ms(1500);
     wait_holding(3);
-    f = fault_begin("forced expiry", 3);
+    f = zkt_fault_begin("forced expiry", 3);
     CU_ASSERT_EQUAL(zkt_expire_session(sh->session[3], sh->passwd[3]), 0); /* forced expiry */
-    fault_end(f);
+    zkt_fault_end(f);
     return zkt_now_ms();
 }
 
@@ -1059,30 +960,19 @@ static int64_t standalone_faults(zkt_proxy_t **px)
  * worker holds) and brought back, then a session is expired by force. */
 static int64_t ensemble_faults(void)
 {
-    nfmarks = 0;
+    zkt_faults_reset();
     for (int round = 0; round < 2; round++) {
         wait_holding(round);
-        int f = fault_begin("leader killed", round);
-        int k = kill_leader();
-        CU_ASSERT_TRUE(k > 0);
-        zkt_sleep_ms(3000);
-        if (k > 0)
-            CU_ASSERT_EQUAL(restart_node(k), 0);
-        fault_end(f);
+        int f = zkt_fault_begin("leader killed", round);
+        CU_ASSERT_EQUAL(zkt_ensemble_bounce_leader(3000), 0);
+        zkt_fault_end(f);
         zkt_sleep_ms(2000);
     }
     wait_holding(2);
-    int f = fault_begin("forced expiry", 2);
-    CU_ASSERT_EQUAL(zkt_expire_session_at(ens_hosts, sh->session[2], sh->passwd[2]), 0);
-    fault_end(f);
+    int f = zkt_fault_begin("forced expiry", 2);
+    CU_ASSERT_EQUAL(zkt_expire_session_at(zkt_ensemble_hosts(), sh->session[2], sh->passwd[2]), 0);
+    zkt_fault_end(f);
     return zkt_now_ms();
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void run_invariant_workload(int kind, const char *name, int on_ensemble)
@@ -1102,7 +992,7 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
     for (int w = 0; w < WORKERS; w++) {
         pids[w] = fork();
         if (pids[w] == 0)
-            worker(w, kind, on_ensemble ? ens_hosts : zkt_proxy_hosts(px[w]), p, session_ms);
+            worker(w, kind, on_ensemble ? zkt_ensemble_hosts() : zkt_proxy_hosts(px[w]), p, session_ms);
     }
     /* Every worker is connected and running, and has held the lock once,
      * before the first fault. */
@@ -1129,8 +1019,7 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         stuck |= !in;
     }
     if (stuck) {
-        zhandle_t *raw = zkt_raw_at(on_ensemble ? ens_hosts : zkt_hosts());
-        struct String_vector sv = {0, NULL};
+        zhandle_t *raw = zkt_raw_at(on_ensemble ? zkt_ensemble_hosts() : zkt_hosts());
         const char *dirs[3] = {p, NULL, NULL};
         char d1[200], d2[200];
         if (kind == KIND_SMUTEX || kind == KIND_SEMAPHORE) {
@@ -1139,21 +1028,8 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
             dirs[0] = d1;
             dirs[1] = d2;
         }
-        for (int d = 0; d < 3 && dirs[d]; d++) {
-            if (zoo_get_children(raw, dirs[d], 0, &sv) != ZOK)
-                continue;
-            fprintf(stderr, "stuck: %s has %d nodes:\n", dirs[d], sv.count);
-            for (int i = 0; i < sv.count; i++) {
-                char full[400];
-                snprintf(full, sizeof full, "%s/%s", dirs[d], sv.data[i]);
-                struct Stat st;
-                memset(&st, 0, sizeof st);
-                zoo_exists(raw, full, 0, &st);
-                fprintf(stderr, "  %s owner 0x%llx created %lld ms before the last fault\n", sv.data[i],
-                        (long long)st.ephemeralOwner, (long long)(wall_ms() - (zkt_now_ms() - last_fault) - st.ctime));
-            }
-            deallocate_String_vector(&sv);
-        }
+        for (int d = 0; d < 3 && dirs[d]; d++)
+            zkt_print_nodes(stderr, raw, dirs[d], "stuck", last_fault);
         print_workers();
         char *wchp = on_ensemble ? NULL : zkt_4lw("wchp"); /* the standalone server's */
         if (!on_ensemble)
@@ -1173,14 +1049,13 @@ static void run_invariant_workload(int kind, const char *name, int on_ensemble)
         n = MAX_RECORDS;
     printf("\n    %s: %d holds recorded, %d unexpected errors\n", name, n, atomic_load(&sh->errors));
     CU_ASSERT_TRUE(n > 20);
-    for (int f = 0; atomic_load(&sh->errors) > 0 && f < nfmarks; f++)
-        fprintf(stderr, "  fault %s (worker %d): %lld .. %lld\n", fmarks[f].what, fmarks[f].worker,
-                (long long)fmarks[f].begin, (long long)fmarks[f].end);
+    if (atomic_load(&sh->errors) > 0)
+        zkt_faults_print(stderr, 0);
     CU_ASSERT_EQUAL(atomic_load(&sh->errors), 0);
     check_records(n, kind, last_fault, session_ms);
 
     /* Nothing is left once every client has closed. */
-    zhandle_t *raw = zkt_raw_at(on_ensemble ? ens_hosts : zkt_hosts());
+    zhandle_t *raw = zkt_raw_at(on_ensemble ? zkt_ensemble_hosts() : zkt_hosts());
     if (kind == KIND_SMUTEX || kind == KIND_SEMAPHORE) {
         char sub[200];
         snprintf(sub, sizeof sub, "%s/leases", p);
@@ -1249,7 +1124,7 @@ static void add_suites(void)
     CU_add_test(i, "rwlock: 4 processes (readers and writers), same faults", test_invariants_rwlock);
     CU_add_test(i, "semaphore mutex: 4 processes, same faults", test_invariants_semaphore_mutex);
     CU_add_test(i, "semaphore of 2 leases: 4 processes, same faults", test_invariants_semaphore);
-    CU_pSuite e = CU_add_suite("3-node ensemble", ensemble_up, ensemble_down);
+    CU_pSuite e = CU_add_suite("3-node ensemble", zkt_ensemble_up, zkt_ensemble_down);
     CU_add_test(e, "leader killed: holder SAFE again, waiter gets in", test_ensemble_leader_kill);
     CU_add_test(e, "session taken over through another server: acquire works, hold SAFE again or LOST",
                 test_ensemble_session_taken_over);

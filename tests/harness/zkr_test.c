@@ -115,7 +115,12 @@ zhandle_t *zkt_raw_at(const char *hosts)
 
 zhandle_t *zkt_plain_raw(void)
 {
-    zhandle_t *zh = zookeeper_init(zkt_hosts(), raw_watcher, 10000, NULL, NULL, 0);
+    return zkt_plain_raw_at(zkt_hosts());
+}
+
+zhandle_t *zkt_plain_raw_at(const char *hosts)
+{
+    zhandle_t *zh = zookeeper_init(hosts, raw_watcher, 10000, NULL, NULL, 0);
     if (!zh)
         return NULL;
     for (int i = 0; i < 200 && zoo_state(zh) != ZOO_CONNECTED_STATE; i++)

@@ -85,6 +85,8 @@ int zkt_expire_session_at(const char *hosts, int64_t id, const char passwd[16]);
 zkr_client_t *zkt_plain_client(int session_ms);
 /* zkt_raw for the same code: NULL if it could not connect. */
 zhandle_t *zkt_plain_raw(void);
+/* The same on another server or ensemble. */
+zhandle_t *zkt_plain_raw_at(const char *hosts);
 /* A "key<TAB>value" line of mntr, or "Total watches:N" of wchs; -1 if
  * absent. */
 long long zkt_stat_value(const char *word, const char *key);
