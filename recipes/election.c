@@ -34,51 +34,12 @@ const zkr__driver_t *zkr__election_driver(zkr_election_kind_t kind)
     return NULL;
 }
 
-/* Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
- * past U+10FFFF). */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned char b = s[i];
-        size_t len;
-        uint32_t cp;
-        if (b < 0x80) {
-            i++;
-            continue;
-        } else if ((b & 0xe0) == 0xc0) {
-            len = 2;
-            cp = b & 0x1f;
-        } else if ((b & 0xf0) == 0xe0) {
-            len = 3;
-            cp = b & 0x0f;
-        } else if ((b & 0xf8) == 0xf0) {
-            len = 4;
-            cp = b & 0x07;
-        } else {
-            return 0;
-        }
-        if (n - i < len)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
-    }
-    return 1;
-}
-
 int zkr__leader_id_ok(const char *id)
 {
     if (!id)
         return 0;
     size_t n = strnlen(id, (size_t)ZKR_LEADER_ID_MAX + 1);
-    return n <= ZKR_LEADER_ID_MAX && utf8_valid((const unsigned char *)id, n);
+    return n <= ZKR_LEADER_ID_MAX && zkr__utf8_valid(id, n);
 }
 
 char *zkr__host_address(void)
@@ -281,8 +242,7 @@ void zkr__tell_locked(zkr__tell_t *t, int is_leader, int64_t token)
         return;
     char buf[24];
     snprintf(buf, sizeof buf, "%" PRId64, is_leader ? token : 0);
-    t->last = is_leader;
-    t->last_token = is_leader ? token : 0;
+    t->told_token = is_leader ? token : 0;
     t->posted++;
     zkr__sub_post(t->c, t->sub, is_leader, buf);
 }
@@ -304,12 +264,12 @@ void zkr__tell_finish(zkr__tell_t *t)
         zkr__sub_remove(t->c, t->sub);
         t->sub = NULL;
         pthread_mutex_lock(t->mu);
-        int tell = t->fn && !t->muted && t->ran < t->posted && t->seen != t->last;
+        int tell = t->fn && !t->muted && t->ran < t->posted && t->seen != t->told;
         zkr_leader_fn fn = t->fn;
         void *ctx = t->ctx;
-        int state = t->last;
-        int64_t token = t->last_token;
-        t->seen = t->last;
+        int state = t->told;
+        int64_t token = t->told_token;
+        t->seen = t->told;
         t->ran = t->posted;
         pthread_mutex_unlock(t->mu);
         if (tell)

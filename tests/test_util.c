@@ -95,6 +95,43 @@ static void ref_sort(char **v, size_t n, zkr__key_fn key, const char *marker)
 
 /* ---- paths ------------------------------------------------------------ */
 
+/* The one UTF-8 decoder (paths, leader ids, zkr-lock's escaping). */
+static void test_utf8(void)
+{
+    static const struct {
+        const char *s;
+        size_t len;   /* the first sequence's length, 0 if refused */
+        uint32_t cp;
+    } cases[] = {
+        {"a", 1, 'a'},
+        {"\xc3\xa9", 2, 0xe9},
+        {"\xc2\x9b", 2, 0x9b},          /* a C1 control: well-formed */
+        {"\xe2\x82\xac", 3, 0x20ac},
+        {"\xf0\x9f\x98\x80", 4, 0x1f600},
+        {"\xf4\x8f\xbf\xbf", 4, 0x10ffff},
+        {"\xc0\xaf", 0, 0},             /* overlong */
+        {"\xe0\x80\xaf", 0, 0},         /* overlong */
+        {"\xed\xa0\x80", 0, 0},         /* a surrogate */
+        {"\xf4\x90\x80\x80", 0, 0},     /* past U+10FFFF */
+        {"\xff", 0, 0},
+        {"\x80", 0, 0},                 /* a lone continuation */
+        {"\xe2\x82", 0, 0},             /* cut short */
+        {"\xe2\x28\xa1", 0, 0},         /* not a continuation */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint32_t cp = 0;
+        size_t n = zkr__utf8_decode((const unsigned char *)cases[i].s, strlen(cases[i].s), &cp);
+        CU_ASSERT_EQUAL(n, cases[i].len);
+        if (n)
+            CU_ASSERT_EQUAL(cp, cases[i].cp);
+        CU_ASSERT_EQUAL(zkr__utf8_valid(cases[i].s, strlen(cases[i].s)), cases[i].len > 0);
+    }
+    CU_ASSERT_EQUAL(zkr__utf8_decode((const unsigned char *)"a", 0, &(uint32_t){0}), 0);
+    CU_ASSERT_TRUE(zkr__utf8_valid("", 0));
+    CU_ASSERT_TRUE(zkr__utf8_valid("a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z", 11));
+    CU_ASSERT_FALSE(zkr__utf8_valid("a\xc3\xa9\xe2\x82", 5));
+}
+
 static void test_path_valid_table(void)
 {
     static const char *good[] = {
@@ -1047,6 +1084,7 @@ static int add_suite(const char *name, const struct test_def *tests, size_t n)
 int main(void)
 {
     static const struct test_def path_tests[] = {
+        { "utf8: one decoder (RFC 3629)", test_utf8 },
         { "path_valid table", test_path_valid_table },
         { "path_valid length", test_path_valid_length },
         { "path_join", test_path_join },

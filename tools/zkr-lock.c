@@ -43,7 +43,6 @@ typedef struct tool {
     int64_t term_token;    /* the token of the term the command runs in */
     zkr_lock_ref_t ref;    /* mutex and read/write halves */
     int held;
-    int said;              /* the failure is reported already */
 } tool_t;
 
 /* ---- listeners: log, record and wake the main thread, nothing else -------------- */
@@ -104,14 +103,6 @@ static int leader_new(tool_t *t)
     if (!t->id)
         return ZKR_ENOMEM;
     int rc = zkr_latch_new(&t->latch, t->c, o->path, t->id);
-    if (rc == ZKR_EINVAL && o->id && zkr_latch_new(&t->latch, t->c, o->path, NULL) == ZKR_OK) {
-        /* the path is fine: the id is what the library refused */
-        zkr_latch_free(t->latch);
-        t->latch = NULL;
-        zkrl_err("--id: not valid UTF-8, or longer than %d bytes", ZKR_LEADER_ID_MAX);
-        t->said = 1;
-        return ZKR_EINVAL;
-    }
     if (rc == ZKR_OK)
         rc = zkr_latch_set_policy(t->latch, ZKR_LEADER_POLICY_SESSION);
     if (rc == ZKR_OK)
@@ -328,8 +319,7 @@ static int acquire(tool_t *t)
     const zkrl_opts_t *o = &t->o;
     int rc = lock_new(t);
     if (rc != ZKR_OK) {
-        if (!t->said)
-            zkrl_err("cannot use lock %s: %s", o->path, zkr_strerror(rc));
+        zkrl_err("cannot use lock %s: %s", o->path, zkr_strerror(rc));
         return exit_for(rc);
     }
     int64_t start = zkrl_now_ms();

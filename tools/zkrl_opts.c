@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tools/zkrl.h"
+#include "util/util.h"
 
 static int log_verbose, log_quiet;
 
@@ -341,6 +342,8 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
         return usage_error("choose one lock kind: --read, --write, --semaphore, --semaphore-mutex or --leader");
     if (o->id && o->kind != ZKRL_LEADER)
         return usage_error("--id goes with --leader");
+    if (o->id && (strlen(o->id) > ZKR_LEADER_ID_MAX || !zkr__utf8_valid(o->id, strlen(o->id))))
+        return usage_error("--id: not valid UTF-8, or longer than %d bytes", ZKR_LEADER_ID_MAX);
     if (optind >= argc)
         return usage_error("no LOCKPATH given");
     o->path = argv[optind++];

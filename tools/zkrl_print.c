@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "tools/zkrl.h"
+#include "util/util.h"
 
 void zkrl_noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
@@ -75,19 +76,9 @@ char *zkrl_node_by_token(const zkrl_opts_t *o, char **paths, size_t n, int64_t t
  * not a C1 control (U+0080..U+009F, which terminals may act on), or 0. */
 static size_t utf8_printable(const unsigned char *p, size_t n)
 {
-    size_t len = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
-    if (len == 0 || len > n)
-        return 0;
-    uint32_t cp = p[0] & (0x7f >> len);
-    for (size_t k = 1; k < len; k++) {
-        if ((p[k] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[k] & 0x3f);
-    }
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
-        return 0;
-    return len;
+    uint32_t cp;
+    size_t len = zkr__utf8_decode(p, n, &cp);
+    return len > 0 && cp > 0x9f ? len : 0;
 }
 
 /* Bytes from the server (names, ids) as text that cannot break the

@@ -17,25 +17,6 @@ static int is_bad_code_point(uint32_t cp)
     return cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0;
 }
 
-/* Decode one UTF-8 sequence of at most 3 bytes at s (n bytes left, n >= 1).
- * Returns its length, or 0 if it is malformed, overlong or longer. */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    if (s[0] < 0x80) {
-        *cp = s[0];
-        return 1;
-    }
-    if (s[0] >= 0xc2 && s[0] <= 0xdf && n >= 2 && (s[1] & 0xc0) == 0x80) {
-        *cp = ((uint32_t)(s[0] & 0x1f) << 6) | (s[1] & 0x3f);
-        return 2;
-    }
-    if ((s[0] & 0xf0) == 0xe0 && n >= 3 && (s[1] & 0xc0) == 0x80 && (s[2] & 0xc0) == 0x80) {
-        *cp = ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
-        return *cp >= 0x800 ? 3 : 0; /* not overlong */
-    }
-    return 0;
-}
-
 int zkr__path_valid(const char *path)
 {
     size_t len, i, start;
@@ -62,7 +43,8 @@ int zkr__path_valid(const char *path)
         unsigned char c = (unsigned char)path[i];
         if (c != '\0' && c != '/') {
             uint32_t cp;
-            size_t n = utf8_decode((const unsigned char *)path + i, len - i, &cp);
+            /* (past U+FFFF is refused too: is_bad_code_point) */
+            size_t n = zkr__utf8_decode((const unsigned char *)path + i, len - i, &cp);
             if (n == 0 || is_bad_code_point(cp))
                 return 0;
             i += n - 1;

@@ -27,6 +27,15 @@ char *zkr__path_join(const char *parent, const char *child);
 /* Last component of a path ("/a/b" -> "b"); pointer into `path`. */
 const char *zkr__path_basename(const char *path);
 
+/* ---- UTF-8 (RFC 3629) ---------------------------------------------------- */
+
+/* The length of the well-formed UTF-8 sequence at s (n bytes left), its
+ * code point in *cp; 0 if malformed, overlong, a surrogate or past
+ * U+10FFFF (or n is 0). */
+size_t zkr__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+/* 1 if the n bytes at s are well-formed UTF-8. */
+int zkr__utf8_valid(const char *s, size_t n);
+
 /* ---- protected names --------------------------------------------------- */
 
 #define ZKR__UUID_LEN 36
