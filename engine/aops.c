@@ -127,6 +127,25 @@ void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
     zkr__aop_free(op);
 }
 
+/* Append op to a list of ended acquires (dnext), and take the first. */
+static void push_done(zkr__aop_t **head, zkr__aop_t **tail, zkr__aop_t *op)
+{
+    op->dnext = NULL;
+    if (*tail)
+        (*tail)->dnext = op;
+    else
+        *head = op;
+    *tail = op;
+}
+
+static zkr__aop_t *take_done(zkr__aop_t **head, zkr__aop_t **tail)
+{
+    zkr__aop_t *op = *head;
+    if (op && !(*head = op->dnext))
+        *tail = NULL;
+    return op;
+}
+
 void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
 {
     pthread_mutex_lock(&op->mu);
@@ -144,21 +163,12 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     }
     if (blocking)
         return;
-    op->dnext = NULL;
     if (op->done.on_client) { /* the library's own: the client thread delivers it */
-        if (c->ainner_tail)
-            c->ainner_tail->dnext = op;
-        else
-            c->ainner = op;
-        c->ainner_tail = op;
+        push_done(&c->ainner, &c->ainner_tail, op);
         zkr__wake_locked(c);
         return;
     }
-    if (c->adone_tail)
-        c->adone_tail->dnext = op;
-    else
-        c->adone = op;
-    c->adone_tail = op;
+    push_done(&c->adone, &c->adone_tail, op);
     zkr__aop_raise_fd_locked(c);
     if (c->adispatch == ZKR_DISPATCH_THREAD)
         zkr__wake_locked(c);
@@ -234,23 +244,14 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
 
 int zkr__aop_deliver_one_locked(zkr_client_t *c, int which)
 {
-    zkr__aop_t *op = which & ZKR__DELIVER_OWN ? c->ainner : NULL;
-    if (op) {
-        c->ainner = op->dnext;
-        if (!c->ainner)
-            c->ainner_tail = NULL;
-    } else if (!(which & ZKR__DELIVER_PROGRAM)) {
-        return 0;
-    } else if (!(op = c->adone)) {
-        zkr__aop_lower_fd_locked(c);
-        return 0;
-    } else {
-        c->adone = op->dnext;
-        if (!c->adone) {
-            c->adone_tail = NULL;
+    zkr__aop_t *op = which & ZKR__DELIVER_OWN ? take_done(&c->ainner, &c->ainner_tail) : NULL;
+    if (!op && (which & ZKR__DELIVER_PROGRAM)) {
+        op = take_done(&c->adone, &c->adone_tail);
+        if (!c->adone)
             zkr__aop_lower_fd_locked(c);
-        }
     }
+    if (!op)
+        return 0;
     op->taken = 1;
     int rc = op->rc;
     zkr__node_t node = op->granted;

@@ -35,10 +35,10 @@ typedef struct zkr__tell {
     zkr_leader_fn fn;
     void *ctx;
     void *sub;
-    int told;             /* the last state told (0 at first) */
+    int told;             /* the last state told (0 at first): posted once
+                             started (fn is fixed by then) */
+    int64_t told_token;   /* its token */
     int seen;             /* the last state the listener ran with */
-    int last;             /* the last state posted, with its token */
-    int64_t last_token;
     long posted, ran;
     int in_call;
     int muted;            /* what is posted is no longer told */

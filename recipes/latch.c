@@ -216,6 +216,19 @@ int zkr_latch_guarded_write(zkr_latch_t *l, zkr_op_t *ops, size_t n)
     return l ? zkr__seat_guarded_write(&l->seat, ops, n) : ZKR_EINVAL;
 }
 
+/* After close, off the client thread: the acquire has ended (its end
+ * comes on the client thread, or with the client's close) and everything
+ * told has run. */
+static void settle(zkr_latch_t *l)
+{
+    zkr__seat_t *s = &l->seat;
+    pthread_mutex_lock(&s->mu);
+    while (l->acquiring)
+        zkr__seat_wait_locked(s, INT64_MAX);
+    pthread_mutex_unlock(&s->mu);
+    zkr__tell_finish(&s->tell);
+}
+
 int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
 {
     if (!l || (mode != ZKR_LATCH_CLOSE_SILENT && mode != ZKR_LATCH_CLOSE_NOTIFY_LEADER))
@@ -250,11 +263,7 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
         zkr__tell_finish(&s->tell);
         return ZKR_OK;
     }
-    pthread_mutex_lock(&s->mu);
-    while (l->acquiring) /* its end comes on the client thread, or with its close */
-        zkr__seat_wait_locked(s, INT64_MAX);
-    pthread_mutex_unlock(&s->mu);
-    zkr__tell_finish(&s->tell);
+    settle(l);
     return ZKR_OK;
 }
 
@@ -273,10 +282,8 @@ void zkr_latch_free(zkr_latch_t *l)
         zkr__log(s->c, ZKR_LOG_ERROR, "zkr_latch_free on the client's thread: latch %s not freed", s->path);
         return;
     }
-    while (l->acquiring) /* closed earlier from the client thread */
-        zkr__seat_wait_locked(s, INT64_MAX);
     pthread_mutex_unlock(&s->mu);
-    zkr__tell_finish(&s->tell);
+    settle(l); /* (if it was closed on the client thread) */
     zkr__seat_destroy(&l->seat);
     free(l);
 }
