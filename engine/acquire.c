@@ -1,13 +1,32 @@
-/* The blocking acquire: the one machine (aop_step.c), stepped on the
- * caller's thread.  The caller waits on the acquire's own condition
- * variable for news (answers, watches, a delivered state, close) or its
- * deadline, and takes the result itself; the acquire then passes to the
- * client thread, which only cleans up after answers still in flight. */
+/* The blocking acquire: a record of the one machine (aop_step.c), run by
+ * the one executor (the client thread) like every other acquire; the
+ * caller waits on the record's own condition variable for its end, and
+ * takes the result.  The executor ends it at its deadline whatever is in
+ * flight (async.c); the caller's own wait is bounded the same way, so the
+ * call returns within its time limit even if the client thread is late.
+ * A caller that leaves early (the client closing, the limit passed) gives
+ * the record up: the executor ends it, and a node it granted meanwhile is
+ * deleted on delivery (a cancelled grant). */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "engine/aop.h"
+
+/* Nothing to hand over to a caller that has left: deliver_one deleted a
+ * granted node already (the record was cancelled). */
+static void deliver_to_nobody(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async_done_t *d)
+{
+    (void)c;
+    (void)rc;
+    (void)node;
+    (void)d;
+}
+
+/* How long after the executor's own end of the record its caller gives up
+ * by itself (the executor is late only if its thread is starved). */
+#define WAITER_SLACK_MS 20
 
 int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *out)
 {
@@ -17,7 +36,8 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     zkr__aop_t *op = zkr__aop_new(t, deadline);
     if (!op)
         return ZKR_ENOMEM;
-    atomic_store(&op->blocking, 1);
+    op->waited = 1;
+    op->done = (zkr__async_done_t){.deliver = deliver_to_nobody, .on_client = 1};
     /* A node sent ahead for this very queue (the multi-lock's parts; a
      * semaphore's locks/ node). */
     zkr__strvec_t kids = {NULL, 0};
@@ -32,7 +52,6 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
             op->need_look = 1;
         }
     }
-    op->kick = 1; /* step at once: send the create, or decide */
     pthread_mutex_lock(&c->mu);
     int rc = zkr__aop_add_locked(c, op);
     if (rc != ZKR_OK) {
@@ -44,40 +63,35 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     pthread_mutex_unlock(&c->mu);
     if (op->node.track) /* (the track's lock is c->mu) */
         zkr__track_set_waiter(c, op->node.track, op->id);
-    /* Answers wake us through op->mu alone: no client-wide lock on the
-     * way from ZooKeeper's completion thread to this one. */
-    pthread_mutex_lock(&op->mu);
-    while (!op->finished) {
-        if (!op->kick) {
-            /* At the deadline with nothing in flight, the step ends it;
-             * with requests in flight it waits for their answers (the
-             * step decides at a look boundary, as an asynchronous one). */
-            int64_t until = op->inflight > 0 ? INT64_MAX : op->deadline;
-            if (zkr__cond_wait_until(&op->cond, &op->mu, until) != 0 && op->inflight == 0)
-                op->kick = 1;
-            continue;
-        }
-        op->kick = 0;
-        pthread_mutex_unlock(&op->mu);
-        zkr__aop_step(c, op);
-        pthread_mutex_lock(&op->mu);
-    }
-    pthread_mutex_unlock(&op->mu);
     pthread_mutex_lock(&c->mu);
-    rc = op->rc;
-    *out = op->granted;
-    memset(&op->granted, 0, sizeof op->granted);
-    /* From here the client thread steps it (answers still in flight only
-     * clean up) and frees it. */
+    zkr__aop_wake_locked(c, op, 0); /* the client thread sends the create, or decides */
+    pthread_mutex_unlock(&c->mu);
+
+    int64_t give_up = zkr__hard_deadline(deadline);
+    if (give_up < INT64_MAX - WAITER_SLACK_MS)
+        give_up += WAITER_SLACK_MS;
     pthread_mutex_lock(&op->mu);
-    atomic_store(&op->blocking, 0);
-    op->taken = op->delivered = 1;
-    if (op->kick) {
-        op->kick = 0;
-        zkr__aop_ready_locked(c, op);
+    while (!op->finished && !op->close_wake) {
+        if (zkr__cond_wait_until(&op->cond, &op->mu, give_up) == ETIMEDOUT)
+            break;
     }
     pthread_mutex_unlock(&op->mu);
-    zkr__aop_maybe_free_locked(c, op);
+
+    pthread_mutex_lock(&c->mu);
+    op->waited = 0;
+    if (op->finished) {
+        rc = op->rc;
+        *out = op->granted;
+        memset(&op->granted, 0, sizeof op->granted);
+        op->taken = op->delivered = 1;
+        /* answers still in flight only clean up; the client thread frees it */
+        zkr__aop_maybe_free_locked(c, op);
+    } else {
+        /* Gone before its end: the executor ends it, and undoes a grant. */
+        rc = c->closing ? ZKR_ECLOSED : ZKR_ETIMEDOUT;
+        op->cancel = 1;
+        zkr__aop_wake_locked(c, op, 0);
+    }
     pthread_mutex_unlock(&c->mu);
     return rc;
 }

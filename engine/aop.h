@@ -1,37 +1,38 @@
 /* Inside the engine's acquire machine only (aops.c, aop_io.c, aop_step.c,
  * acquire.c, async.c): one acquire's record.  Every acquire, blocking or
- * asynchronous, runs this one machine; they differ only in who steps it
- * (the caller's thread, waiting on op->cond, or the client thread) and how
- * it ends (the caller takes the result, or a completion is dispatched).  The
- * client's lists and most fields are guarded by c->mu; what ZooKeeper's
- * answers bring (the news, the count of requests in flight, a blocking
- * caller's wake-up) by the acquire's own op->mu, taken after c->mu (see
- * session/core_private.h for the whole lock order), so that an answer to a
- * blocking acquire never waits for the client mutex.
+ * asynchronous, is one record run by one executor, the client thread: it
+ * steps it, keeps its deadline, cancels it and ends it.  They differ only
+ * in how the end is handed over: a blocking caller waits on the record's
+ * own condition variable for it (`waited`); an asynchronous one's
+ * completion is delivered (the program's dispatch, or the callback
+ * thread).  The client's lists and most fields are guarded by c->mu; what
+ * ZooKeeper's answers bring (the news, the count of requests in flight) by
+ * the acquire's own op->mu, taken after c->mu (see session/core_private.h
+ * for the whole lock order).
  *
  *  - ZooKeeper's completion thread runs our completions and watchers
  *    (aop_io.c): they only record their news in the acquire (found by
  *    pointer for a completion: an acquire is freed only when none of its
  *    requests is in flight; by id for a watch, which may fire after it is
- *    gone) and wake whoever steps it: a blocking caller through op->cond
- *    under op->mu alone, the client thread through its ready list (c->mu,
- *    then op->mu).
- *  - One thread steps an acquire (aop_step.c), with c->mu dropped: the
- *    caller's for a blocking acquire (acquire.c), the client thread for
- *    an asynchronous one (async.c, which also ends those past their
- *    deadline).  Every delivered state, a release of the node it watches,
- *    and the deletion of its own node by someone else make it look again
- *    (the core's hooks).  A step sends only asynchronous requests, and only
+ *    gone) and put it on the client thread's ready list.
+ *  - The client thread steps an acquire (aop_step.c) with c->mu dropped,
+ *    and ends those past their deadline (async.c): at the deadline at a
+ *    look boundary, and ZKR__DEADLINE_GRACE_MS later whatever is in
+ *    flight, so that a stalled link never holds a caller past its time
+ *    limit.  Every delivered state, a release of the node it watches, and
+ *    the deletion of its own node by someone else make it look again (the
+ *    core's hooks).  A step sends only asynchronous requests, and only
  *    when none of the acquire's requests is in flight, so those in flight
  *    are always one batch on one handle (a create and its listing through
  *    the handle's combiner, or direct requests registered on the handle).
  *  - Completions (the program's functions) run on the thread calling
- *    zkr_client_dispatch, or on the client thread in ZKR_DISPATCH_THREAD
- *    mode, or on the thread closing the client; never under a lock of ours.
- * An acquire ends exactly once (zkr__aop_finish_locked puts it on the done
- * list); requests still in flight then are answered into a finished
- * acquire, whose step only cleans up (a node created meanwhile is
- * deleted). */
+ *    zkr_client_dispatch, or on the callback thread in ZKR_DISPATCH_THREAD
+ *    mode (the library's own always there), or on the thread closing the
+ *    client; never under a lock of ours.
+ * An acquire ends exactly once (zkr__aop_finish_locked hands it to its
+ * waiter or puts it on a done list); requests still in flight then are
+ * answered into a finished acquire, whose step only cleans up (a node
+ * created meanwhile is deleted, a lost reply's node by its prefix). */
 #ifndef ZKR_ENGINE_AOP_H
 #define ZKR_ENGINE_AOP_H
 
@@ -44,6 +45,7 @@
 #define ZKR__AOP_CREATE_RETRIES 20
 
 #define ZKR__AOP_RECOVER_RETRIES 20
+
 
 enum {
     ZKR__PH_START,   /* the current stage's create is to be sent (when connected) */
@@ -92,9 +94,11 @@ struct zkr__aop {
     zkr_hold_fn hfn;
     void *hctx;
     int track_on_grant;        /* asynchronous: the grant starts the hold's
-                                  tracking (a blocking caller does it) */
-    atomic_int *speculate;     /* semaphore, fixed count: send the lease
-                                  ahead while locks/ was last found free */
+                                  tracking (a blocking caller's recipe
+                                  does it) */
+    atomic_int *speculate;     /* c->mu: semaphore, fixed count: send the
+                                  lease ahead while locks/ was last found
+                                  free (the object's; NULL once forgotten) */
     zkr__async_done_t done;
     int64_t deadline;
     int64_t not_before;        /* the first create waits until then (a
@@ -102,14 +106,18 @@ struct zkr__aop {
                                   and cleared on the client thread) */
     /* ---- op->mu (taken after c->mu) ---- */
     pthread_mutex_t mu;
-    pthread_cond_t cond;       /* blocking: news, the end, close */
-    int kick;                  /* blocking: news for its caller to step on */
+    pthread_cond_t cond;       /* its waiter: the end, or the client closing */
+    int close_wake;            /* its waiter: the client is closing */
     int inflight;              /* requests whose completion has not run */
+    int end_pending;           /* a waited acquire that failed: deletes of
+                                  its nodes not yet answered (it ends when
+                                  they are, or at its deadline's grace) */
     int create_inflight;       /* the create is one of them */
     zkr__req_t req;            /* registered on h while inflight > 0 */
     zkr__news_t nw;
     /* ---- written under c->mu and op->mu: read under either ---- */
-    atomic_int blocking;       /* its caller steps it (until it returns) */
+    int waited;                /* a blocking caller waits for its end (until
+                                  it takes it, or gives up at close) */
     int finished;
     int rc;
     /* ---- c->mu ---- */
@@ -120,9 +128,17 @@ struct zkr__aop {
     const void *owner;
     const zkr__zh_t *h;        /* handle of the last requests: compared, never followed */
     int cancel;
-    int timed;                 /* counted in c->aops_timed (an asynchronous
-                                  acquire until it ends) */
+    int expired;               /* past its deadline's grace: ends whatever
+                                  is in flight */
+    int ending;                /* failed with end_rc, its deletes awaited */
+    int end_rc;
+    int timed;                 /* counted in c->aops_timed (an acquire
+                                  until it ends) */
     int taken, delivered;
+    int detached;              /* its owner is gone: the delivery only
+                                  undoes a grant (the library's own) */
+    int delivering;            /* its deliver runs now, on delivering_thread */
+    pthread_t delivering_thread;
     zkr__node_t granted;       /* the node an acquire that ended ZKR_OK grants
                                   (written by the stepping thread before
                                   `finished`) */
@@ -152,8 +168,8 @@ struct zkr__aop {
 
 /* ---- aops.c: the client's lists of acquires (c->mu held) ---- */
 zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id);
-/* Wake whoever steps op: its blocking caller, or the client thread (op on
- * the ready list).  c->mu and op->mu held. */
+/* Give op to the client thread to step (op on the ready list).  c->mu and
+ * op->mu held. */
 void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op);
 /* The same, taking op->mu (c->mu held); `look`: it looks again (a state,
  * a watch, a release or deletion nearby). */

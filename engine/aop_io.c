@@ -32,11 +32,9 @@ static void sent_all_locked(zkr_client_t *c, zkr__aop_t *op)
         zkr__aop_ready_locked(c, op);
 }
 
-/* Take what a completion of op needs: op->mu alone while op's caller
- * steps it (a blocking acquire: its news go to its caller, no list of the
- * client changes), else c->mu, then op->mu.  Returns 1 if c->mu is held.
- * An expired session's answer is told to the core first. */
-static int answer_lock(zkr__aop_t *op, int rc)
+/* Take what a completion of op needs: c->mu, then op->mu.  An expired
+ * session's answer is told to the core first. */
+static void answer_lock(zkr__aop_t *op, int rc)
 {
     zkr_client_t *c = op->c;
     if (rc == ZSESSIONEXPIRED || rc == ZSESSIONMOVED) {
@@ -44,35 +42,20 @@ static int answer_lock(zkr__aop_t *op, int rc)
         zkr__answer_locked(c, op->h, rc);
         pthread_mutex_unlock(&c->mu);
     }
-    if (atomic_load(&op->blocking)) {
-        pthread_mutex_lock(&op->mu);
-        if (atomic_load(&op->blocking)) /* it stops only under op->mu too */
-            return 0;
-        pthread_mutex_unlock(&op->mu);
-    }
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
-    return 1;
 }
 
-/* The answer is recorded: count it, wake whoever steps op, and unlock
- * what answer_lock took.  op may be freed as soon as this returns. */
-static void answer_unlock(zkr__aop_t *op, int with_client)
+/* The answer is recorded: count it, give op to the client thread, and
+ * unlock.  op may be freed as soon as this returns. */
+static void answer_unlock(zkr__aop_t *op)
 {
     zkr_client_t *c = op->c;
     op->inflight--;
     sent_locked(op);
-    if (with_client) {
-        zkr__aop_ready_locked(c, op);
-        pthread_mutex_unlock(&op->mu);
-        pthread_mutex_unlock(&c->mu);
-        return;
-    }
-    /* (the client's close wakes the caller through closing_locked) */
-    op->kick = 1;
-    if (op->inflight == 0)
-        pthread_cond_signal(&op->cond);
+    zkr__aop_ready_locked(c, op);
     pthread_mutex_unlock(&op->mu);
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* The handle closed with op's requests unanswered (zkr__req_t): as if they
@@ -126,9 +109,9 @@ static void created(int rc, const char *value, const struct Stat *st, const void
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     record_created(op, spec, rc, copy, st);
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 static void listed(int rc, const struct String_vector *sv, const void *data, int spec)
@@ -136,14 +119,14 @@ static void listed(int rc, const struct String_vector *sv, const void *data, int
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr__strvec_t kids;
     rc = copy_listing(rc, sv, &kids);
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     zkr__news_t *nw = &op->nw;
     zkr__strvec_free(spec ? &nw->skids : &nw->kids);
     if (spec)
         nw->slisted = 1, nw->slist_rc = rc, nw->skids = kids;
     else
         nw->listed = 1, nw->list_rc = rc, nw->kids = kids;
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
@@ -163,11 +146,11 @@ static void count_done(int rc, const char *value, int len, const struct Stat *st
     int32_t v = 0;
     if (rc == ZOK && zkr__count_parse(value, len, &v) != 0)
         rc = 1; /* not a ZooKeeper code: bad data */
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     op->nw.counted = 1;
     op->nw.count_rc = rc;
     op->nw.count = v;
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 static void wset_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
@@ -176,32 +159,32 @@ static void wset_done(int rc, const char *value, int len, const struct Stat *st,
     (void)len;
     (void)st;
     zkr__aop_t *op = (zkr__aop_t *)data;
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     op->nw.wset = 1;
     op->nw.wset_rc = rc;
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 static void parent_done(int rc, const char *value, const void *data)
 {
     (void)value;
     zkr__aop_t *op = (zkr__aop_t *)data;
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     op->nw.parents = 1;
     if (rc != ZOK && rc != ZNODEEXISTS && op->nw.parents_rc == ZOK)
         op->nw.parents_rc = rc;
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 static void exists_done(int rc, const struct Stat *st, const void *data)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
-    int both = answer_lock(op, rc);
+    answer_lock(op, rc);
     op->nw.existed = 1;
     op->nw.exists_rc = rc;
     op->nw.ex_czxid = st ? st->czxid : 0;
     op->nw.ex_owner = st ? st->ephemeralOwner : 0;
-    answer_unlock(op, both);
+    answer_unlock(op);
 }
 
 /* The lease sent ahead behind locks/ (the semaphore's one round trip). */

@@ -15,16 +15,6 @@
 
 #include "engine/aop.h"
 
-/* Delete one of our nodes: a blocking acquire waits for it (its caller may
- * look at the directory next), the client thread never does. */
-static void drop(zkr_client_t *c, zkr__aop_t *op, zkr__node_t *n)
-{
-    if (atomic_load(&op->blocking))
-        zkr__node_delete(c, n);
-    else
-        zkr__node_delete_nowait(c, n);
-}
-
 static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
 {
     char prefix[ZKR__UUID_LEN + 8];
@@ -36,12 +26,54 @@ static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uui
         zkr__client_delete_prefix_later(c, dir, prefix, session);
 }
 
+/* A waited acquire's failure ends when the deletes of its nodes are
+ * answered, so that its caller, back from the call, finds none of its
+ * nodes left (a try that failed, a timeout), as after a blocking release;
+ * at the deadline's grace it ends anyway (the deletes go on). */
+static void end_delete_done(zkr_client_t *c, int rc, void *arg)
+{
+    (void)rc; /* settled by the delete (a refusal is logged and retried) */
+    zkr__aop_t *op = arg;
+    pthread_mutex_lock(&c->mu);
+    pthread_mutex_lock(&op->mu);
+    int last = --op->end_pending == 0;
+    int finished = op->finished;
+    pthread_mutex_unlock(&op->mu);
+    if (last && !finished)
+        zkr__aop_finish_locked(c, op, op->end_rc);
+    else if (last)
+        zkr__aop_maybe_free_locked(c, op);
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void fail(zkr_client_t *c, zkr__aop_t *op, int rc)
 {
     if (op->phase == ZKR__PH_RECOVER)
         lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
-    drop(c, op, &op->lease);
-    drop(c, op, &op->node);
+    pthread_mutex_lock(&c->mu);
+    int n = !!op->lease.path + !!op->node.path;
+    int await = op->waited && n > 0 && !c->closing;
+    if (await) {
+        op->ending = 1;
+        op->end_rc = rc;
+        pthread_mutex_lock(&op->mu);
+        op->end_pending = n; /* before any answer can count down */
+        pthread_mutex_unlock(&op->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (await) {
+        /* (op lives until end_pending is 0: maybe_free waits for it) */
+        if (op->lease.path)
+            zkr__node_delete_cb(c, &op->lease, end_delete_done, op);
+        if (op->node.path)
+            zkr__node_delete_cb(c, &op->node, end_delete_done, op);
+        return;
+    }
+    /* The client thread never waits: the delete goes out before the end
+     * is handed over, and our session's later requests are ordered after
+     * it. */
+    zkr__node_delete_nowait(c, &op->lease);
+    zkr__node_delete_nowait(c, &op->node);
     pthread_mutex_lock(&c->mu);
     zkr__aop_finish_locked(c, op, rc);
     pthread_mutex_unlock(&c->mu);
@@ -390,6 +422,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     int inflight = op->inflight;
     pthread_mutex_unlock(&op->mu);
     int cancel = op->cancel;
+    int expired = op->expired;
     int closing = c->closing;
     int usable = c->cur && zkr__usable_locked(c);
     int have_session = c->have_session;
@@ -401,6 +434,17 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     if (finished) {
         cleanup_news(c, op, &nw);
         zkr__news_clear(&nw);
+        return;
+    }
+    if (op->ending) {
+        /* failed, its deletes awaited: past the grace it ends now */
+        cleanup_news(c, op, &nw);
+        zkr__news_clear(&nw);
+        if (expired) {
+            pthread_mutex_lock(&c->mu);
+            zkr__aop_finish_locked(c, op, op->end_rc);
+            pthread_mutex_unlock(&c->mu);
+        }
         return;
     }
     int rc = 0;
@@ -418,6 +462,8 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         rc = ZKR_ECANCELED;
     if (rc == 0 && closing)
         rc = ZKR_ECLOSED;
+    if (rc == 0 && expired)
+        rc = ZKR_ETIMEDOUT; /* past the grace, with requests in flight */
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
     if (rc != 0) {
@@ -456,8 +502,14 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         int d = nw.listed ? queue_decide(c, op, &nw.kids, &wpath, &first) : 1;
         zkr__news_clear(&nw);
         op->need_look = 0;
-        if (op->speculate && !op->decided)
-            atomic_store(op->speculate, d == 1); /* send the lease ahead next time? */
+        if (!op->decided) {
+            /* send the lease ahead next time?  (under c->mu: the semaphore
+             * may be freed meanwhile, and forgets us first) */
+            pthread_mutex_lock(&c->mu);
+            if (op->speculate)
+                atomic_store(op->speculate, d == 1);
+            pthread_mutex_unlock(&c->mu);
+        }
         op->decided = 1;
         if (d != 1 && op->lease.path)
             spec_drop(c, op); /* locks/ is not ours yet */

@@ -23,15 +23,6 @@ void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     if (op->release)
         return; /* a release is never stepped: its delete's answer ends it */
-    if (atomic_load(&op->blocking)) {
-        /* Its caller steps it.  While the rest of a batch is in flight a
-         * step would only park the news: wake the caller once, when the
-         * last answer is in (or at once if the client closes). */
-        op->kick = 1;
-        if (op->inflight == 0 || c->closing)
-            pthread_cond_signal(&op->cond);
-        return;
-    }
     if (op->in_ready)
         return;
     op->in_ready = 1;
@@ -101,18 +92,17 @@ void zkr__aop_free(zkr__aop_t *op)
     zkr__strvec_free(&op->skids);
     free(op->rpath);
     free(op->cpath);
-    pthread_cond_destroy(&op->cond);
-    pthread_mutex_destroy(&op->mu);
+    zkr__sync_destroy(&op->mu, &op->cond);
     free(op);
 }
 
 /* Free op if nothing will touch it any more.  c->mu held. */
 void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
 {
-    if (!op->delivered || op->in_ready)
+    if (!op->delivered || op->in_ready || op->waited)
         return;
     pthread_mutex_lock(&op->mu);
-    int busy = op->inflight > 0 || op->kick;
+    int busy = op->inflight > 0 || op->end_pending > 0;
     pthread_mutex_unlock(&op->mu);
     if (busy)
         return;
@@ -151,8 +141,8 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     pthread_mutex_lock(&op->mu);
     op->finished = 1;
     op->rc = rc;
-    int blocking = atomic_load(&op->blocking);
-    if (blocking)
+    int waited = op->waited;
+    if (waited)
         pthread_cond_signal(&op->cond); /* its caller takes the result */
     pthread_mutex_unlock(&op->mu);
     free(op->watching);
@@ -161,30 +151,23 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
         op->timed = 0;
         c->aops_timed--;
     }
-    if (blocking)
+    if (waited)
         return;
-    if (op->done.on_client) { /* the library's own: the client thread delivers it */
+    if (op->done.on_client) { /* the library's own: the callback thread delivers it */
         push_done(&c->ainner, &c->ainner_tail, op);
-        zkr__wake_locked(c);
+        zkr__wake_callbacks_locked(c);
         return;
     }
     push_done(&c->adone, &c->adone_tail, op);
     zkr__aop_raise_fd_locked(c);
     if (c->adispatch == ZKR_DISPATCH_THREAD)
-        zkr__wake_locked(c);
+        zkr__wake_callbacks_locked(c);
 }
 
 zkr__aop_t *zkr__aop_alloc(void)
 {
     zkr__aop_t *op = calloc(1, sizeof *op);
-    if (!op)
-        return NULL;
-    if (pthread_mutex_init(&op->mu, NULL) != 0) {
-        free(op);
-        return NULL;
-    }
-    if (zkr__cond_init(&op->cond) != 0) {
-        pthread_mutex_destroy(&op->mu);
+    if (op && zkr__sync_init(&op->mu, &op->cond) != 0) {
         free(op);
         return NULL;
     }
@@ -229,7 +212,7 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
     if (c->closing)
         return ZKR_ECLOSED;
     op->id = ++c->next_aop_id;
-    if (!atomic_load(&op->blocking) && !op->release) {
+    if (!op->release) {
         op->timed = 1;
         c->aops_timed++;
     }
@@ -261,14 +244,21 @@ int zkr__aop_deliver_one_locked(zkr_client_t *c, int which)
      * never waits on the network. */
     int undo = rc == ZKR_OK && !op->release && (op->cancel || c->closing);
     int undo_rc = op->cancel ? ZKR_ECANCELED : ZKR_ECLOSED;
-    pthread_mutex_unlock(&c->mu);
-    if (undo) {
-        zkr__node_delete_nowait(c, &node);
-        rc = undo_rc;
+    int detached = op->detached;
+    if (!detached) {
+        op->delivering = 1;
+        op->delivering_thread = pthread_self();
     }
-    op->done.deliver(c, rc, rc == ZKR_OK ? &node : NULL, &op->done);
+    pthread_mutex_unlock(&c->mu);
+    if (undo || (detached && rc == ZKR_OK)) {
+        zkr__node_delete_nowait(c, &node);
+        rc = undo ? undo_rc : ZKR_ECANCELED;
+    }
+    if (!detached)
+        op->done.deliver(c, rc, rc == ZKR_OK ? &node : NULL, &op->done);
     zkr__node_clear(&node); /* deliver moved it out, or it is empty */
     pthread_mutex_lock(&c->mu);
+    op->delivering = 0;
     op->delivered = 1;
     pthread_cond_broadcast(&c->cond);
     zkr__aop_maybe_free_locked(c, op);

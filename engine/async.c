@@ -23,7 +23,24 @@ static _Thread_local const zkr_client_t *dispatching;
 
 static int pending_locked(const zkr_client_t *c)
 {
-    return c->aready != NULL || c->ainner != NULL || (c->adispatch == ZKR_DISPATCH_THREAD && c->adone != NULL);
+    return c->aready != NULL;
+}
+
+/* What the callback thread delivers: the library's own ends, and the
+ * program's in ZKR_DISPATCH_THREAD mode. */
+static int deliver_which(const zkr_client_t *c)
+{
+    return ZKR__DELIVER_OWN | (c->adispatch == ZKR_DISPATCH_THREAD ? ZKR__DELIVER_PROGRAM : 0);
+}
+
+static int deliver_pending_locked(const zkr_client_t *c)
+{
+    return c->ainner != NULL || (c->adispatch == ZKR_DISPATCH_THREAD && c->adone != NULL);
+}
+
+static int deliver_locked(zkr_client_t *c)
+{
+    return !c->closing && zkr__aop_deliver_one_locked(c, deliver_which(c));
 }
 
 static int64_t run_locked(zkr_client_t *c)
@@ -46,26 +63,34 @@ static int64_t run_locked(zkr_client_t *c)
     }
     int64_t now = zkr__now_ms();
     int64_t next = INT64_MAX;
-    /* (a blocking acquire's caller keeps its deadline: with none but
-     * those, nothing to look at here) */
     for (zkr__aop_t *op = c->aops_timed > 0 ? c->aops : NULL; op; op = op->next) {
-        if (!op->timed)
+        if (!op->timed || op->expired)
             continue;
         pthread_mutex_lock(&op->mu);
-        int inflight = op->inflight;
+        int inflight = op->inflight + op->end_pending;
         pthread_mutex_unlock(&op->mu);
-        if (inflight > 0)
-            continue;
-        /* (a retry's pause: not_before, cleared once it has passed) */
-        int64_t due = op->not_before > 0 && op->not_before < op->deadline ? op->not_before : op->deadline;
-        if (due <= now)
-            zkr__aop_wake_locked(c, op, 0);
-        else if (due < next)
+        int64_t due;
+        if (inflight > 0) {
+            /* Its answers are awaited until the grace is over; then it
+             * ends whatever is in flight (a stalled link never holds a
+             * caller past its limit). */
+            due = zkr__hard_deadline(op->deadline);
+            if (due <= now) {
+                op->expired = 1;
+                zkr__aop_wake_locked(c, op, 0);
+                continue;
+            }
+        } else {
+            /* (a retry's pause: not_before, cleared once it has passed) */
+            due = op->not_before > 0 && op->not_before < op->deadline ? op->not_before : op->deadline;
+            if (due <= now) {
+                zkr__aop_wake_locked(c, op, 0);
+                continue;
+            }
+        }
+        if (due < next)
             next = due;
     }
-    int which = ZKR__DELIVER_OWN | (c->adispatch == ZKR_DISPATCH_THREAD ? ZKR__DELIVER_PROGRAM : 0);
-    while (!c->closing && zkr__aop_deliver_one_locked(c, which))
-        ;
     return c->aready ? now : next;
 }
 
@@ -146,13 +171,18 @@ static void free_all(zkr_client_t *c)
     c->afd = -1;
 }
 
-/* The client is closing: blocking acquires end (ZKR_ECLOSED) so that
- * their callers leave the client.  c->mu held. */
+/* The client is closing: blocking callers leave at once (ZKR_ECLOSED;
+ * what their acquires made goes with the session).  c->mu held. */
 static void closing_locked(zkr_client_t *c)
 {
-    for (zkr__aop_t *op = c->aops; op; op = op->next)
-        if (atomic_load(&op->blocking) && !op->finished)
-            zkr__aop_wake_locked(c, op, 0);
+    for (zkr__aop_t *op = c->aops; op; op = op->next) {
+        if (!op->waited)
+            continue;
+        pthread_mutex_lock(&op->mu);
+        op->close_wake = 1;
+        pthread_cond_signal(&op->cond);
+        pthread_mutex_unlock(&op->mu);
+    }
 }
 
 /* The node of the acquire with this id was deleted by someone else: it
@@ -169,6 +199,8 @@ static const zkr__hooks_t hooks = {
     .wake_id_locked = wake_id_locked,
     .run_locked = run_locked,
     .pending_locked = pending_locked,
+    .deliver_locked = deliver_locked,
+    .deliver_pending_locked = deliver_pending_locked,
     .state_locked = state_locked,
     .wake_path = wake_path,
     .close = close_all,
@@ -183,17 +215,46 @@ void zkr__async_use(zkr_client_t *c)
     zkr__client_set_hooks(c, &hooks);
 }
 
+/* Cancel owner's acquires and let go of what they point to in it (c->mu
+ * held). */
+static void forget_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    op->owner = NULL;
+    op->speculate = NULL; /* the object's: it may be freed next */
+    if (!op->taken)
+        op->cancel = 1;
+    if (!op->finished)
+        zkr__aop_wake_locked(c, op, 0);
+}
+
 void zkr__async_forget(zkr_client_t *c, const void *owner)
 {
     pthread_mutex_lock(&c->mu);
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
-        if (op->owner != owner)
-            continue;
-        op->owner = NULL;
-        if (!op->taken)
-            op->cancel = 1;
-        if (!op->finished)
-            zkr__aop_wake_locked(c, op, 0);
+    for (zkr__aop_t *op = c->aops; op; op = op->next)
+        if (op->owner == owner)
+            forget_locked(c, op);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zkr__async_detach(zkr_client_t *c, const void *owner)
+{
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        zkr__aop_t *busy = NULL;
+        for (zkr__aop_t *op = c->aops; op; op = op->next) {
+            if (op->owner == owner) {
+                forget_locked(c, op);
+                op->detached = 1;
+            }
+            /* (a detached one whose deliver runs now on another thread:
+             * it may still be inside the owner) */
+            if (op->detached && op->delivering && !pthread_equal(op->delivering_thread, pthread_self()) &&
+                op->done.ctx == owner)
+                busy = op;
+        }
+        if (!busy)
+            break;
+        pthread_cond_wait(&c->cond, &c->mu); /* deliver_one broadcasts */
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -254,14 +315,24 @@ int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, vo
     op->release = 1;
     op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx, 0};
     op->taken = 1; /* nothing to cancel */
-    pthread_mutex_lock(&c->mu);
-    int rc = zkr__aop_add_locked(c, op); /* ZKR_ECLOSED once closing */
-    pthread_mutex_unlock(&c->mu);
+    /* Inside the client from the record's publication until its delete is
+     * on its way: a close meanwhile waits, and then finds the delete in
+     * flight on the handle it closes (answered ZCLOSING), never a record
+     * it would end and free under us. */
+    int rc = zkr__client_enter(c); /* ZKR_ECLOSED once closing */
+    if (rc == ZKR_OK) {
+        pthread_mutex_lock(&c->mu);
+        rc = zkr__aop_add_locked(c, op);
+        pthread_mutex_unlock(&c->mu);
+        if (rc != ZKR_OK)
+            zkr__client_leave(c);
+    }
     if (rc != ZKR_OK) {
         zkr__aop_free(op);
         return rc;
     }
     zkr__node_delete_cb(c, node, release_done, op);
+    zkr__client_leave(c);
     return ZKR_OK;
 }
 
@@ -290,7 +361,7 @@ int zkr_client_set_dispatch(zkr_client_t *c, zkr_dispatch_mode_t mode)
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
     if (rc == ZKR_OK) {
         c->adispatch = mode;
-        zkr__wake_locked(c);
+        zkr__wake_callbacks_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;

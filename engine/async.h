@@ -1,7 +1,8 @@
-/* The engine's asynchronous acquires, as the recipes see them: an acquire
- * is described by a target (filled by the lock kind), runs as a state
- * machine driven by ZooKeeper's answers and watches on the client thread,
- * and ends once, through `deliver`, on the thread that dispatches (see
+/* The engine's acquires, as the recipes see them: an acquire is described
+ * by a target (filled by the lock kind), runs as a state machine driven by
+ * ZooKeeper's answers and watches on the client thread, and ends once:
+ * handed to its blocking caller, or through `deliver` on the thread that
+ * dispatches (see
  * include/zkr/async.h).  The engine knows nodes, not holds or leases: the
  * recipe's `deliver` wraps the granted node into what the program gets. */
 #ifndef ZKR_ENGINE_ASYNC_H
@@ -43,13 +44,16 @@ struct zkr__async_done {
     void (*fn)(void);  /* the program's completion, cast back by deliver */
     void *ctx;
     int on_client;     /* the library's own acquire (a latch's): delivered
-                          by the client thread whatever the dispatch mode
+                          by the callback thread whatever the dispatch mode
                           (or by the closing thread), never by
-                          zkr_client_dispatch; deliver must not block */
+                          zkr_client_dispatch */
 };
 
-/* A blocking acquire: runs the machine on the calling thread (which must be
- * inside the client) until it ends.  The thread's offered prefetch for this
+/* A blocking acquire: the same record, run by the client thread; the
+ * calling thread (which must be inside the client) waits for its end, at
+ * most until the deadline plus ZKR__DEADLINE_GRACE_MS whatever is in
+ * flight (then ZKR_ETIMEDOUT, and what its requests made is deleted when
+ * they are answered).  The thread's offered prefetch for this
  * very queue (zkr__prefetch_offer), if any, gives the node and its first
  * listing.  Returns ZKR_OK (*out: the granted node, tracked but without a
  * hold listener: the caller calls zkr__node_track), ZKR_ETIMEDOUT,
@@ -80,5 +84,12 @@ int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, vo
 /* Cancel every pending asynchronous acquire made on `owner` (its object is
  * being freed): their completions report ZKR_ECANCELED. */
 void zkr__async_forget(zkr_client_t *c, const void *owner);
+
+/* zkr__async_forget, and more, for the library's own acquires whose
+ * delivery would touch `owner` (done.ctx): none of them is delivered to it
+ * any more (a grant is deleted instead), and a delivery running now on
+ * another thread has ended when this returns.  So the owner may be freed
+ * without waiting for the executor or the client's close. */
+void zkr__async_detach(zkr_client_t *c, const void *owner);
 
 #endif

@@ -44,62 +44,9 @@ static int delete_settle(zkr_client_t *c, const char *path, int64_t session, int
     return rc;
 }
 
-/* An answer the sending thread waits for a while (or not at all).  If it
- * stops waiting, the completion settles the answer and frees it. */
-typedef struct awaited {
-    zkr__req_t req; /* first */
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    int done, abandoned, rc;
-} awaited_t;
-
-static int awaited_init(awaited_t *a)
-{
-    if (pthread_mutex_init(&a->mu, NULL) != 0)
-        return -1;
-    if (zkr__cond_init(&a->cond) != 0) {
-        pthread_mutex_destroy(&a->mu);
-        return -1;
-    }
-    return 0;
-}
-
-static void awaited_destroy(awaited_t *a)
-{
-    pthread_cond_destroy(&a->cond);
-    pthread_mutex_destroy(&a->mu);
-}
-
-/* In the completion: record rc, wake the sender.  Returns 1 if the
- * sender has stopped waiting (the completion must settle and free). */
-static int awaited_answer(awaited_t *a, int rc)
-{
-    zkr__req_end(&a->req);
-    pthread_mutex_lock(&a->mu);
-    int abandoned = a->abandoned;
-    a->done = 1;
-    a->rc = rc;
-    pthread_cond_signal(&a->cond);
-    pthread_mutex_unlock(&a->mu);
-    return abandoned;
-}
-
-/* Wait until the deadline: 1 with a->rc (the caller frees), or 0: given
- * up, the completion settles it. */
-static int awaited_wait(awaited_t *a, int64_t deadline)
-{
-    pthread_mutex_lock(&a->mu);
-    while (!a->done && zkr__cond_wait_until(&a->cond, &a->mu, deadline) != ETIMEDOUT)
-        ;
-    int done = a->done;
-    a->abandoned = !done;
-    pthread_mutex_unlock(&a->mu);
-    return done;
-}
-
 /* One delete. */
 typedef struct delete_wait {
-    awaited_t aw; /* first */
+    zkr__awaited_t aw; /* first */
     zkr__zdel_t del; /* when sent through the handle's combiner */
     zkr_client_t *c;
     int64_t session;
@@ -108,14 +55,14 @@ typedef struct delete_wait {
 
 static void delete_wait_free(delete_wait_t *dw)
 {
-    awaited_destroy(&dw->aw);
+    zkr__awaited_destroy(&dw->aw);
     free(dw);
 }
 
 static void delete_wait_done(int rc, const void *data)
 {
     delete_wait_t *dw = (delete_wait_t *)data;
-    if (awaited_answer(&dw->aw, rc)) {
+    if (zkr__awaited_answer(&dw->aw, rc)) {
         if (rc != ZCLOSING) /* closing: the session's end deletes it */
             delete_settle(dw->c, dw->path, dw->session, rc, 0);
         delete_wait_free(dw);
@@ -138,7 +85,7 @@ static delete_wait_t *delete_wait_new(zkr_client_t *c, const char *path, int64_t
     delete_wait_t *dw = calloc(1, sizeof *dw + len);
     if (!dw)
         return NULL;
-    if (awaited_init(&dw->aw) != 0) {
+    if (zkr__awaited_init(&dw->aw) != 0) {
         free(dw);
         return NULL;
     }
@@ -192,7 +139,7 @@ static int delete_bounded(zkr_client_t *c, zkr__zh_t *h, const char *path, int64
     }
     /* wait_ms 0: only an answer already there; either way the wait says
      * who frees it. */
-    if (!awaited_wait(&dw->aw, zkr__deadline(wait_ms > 0 ? wait_ms : 0)))
+    if (!zkr__awaited_wait(&dw->aw, zkr__deadline(wait_ms > 0 ? wait_ms : 0)))
         return DELETE_PENDING;
     zrc = dw->aw.rc;
     delete_wait_free(dw);
@@ -248,9 +195,16 @@ void zkr__deletes_defer_begin(void)
 
 int zkr__deletes_defer_end(void)
 {
+    return zkr__deletes_defer_end_by(zkr__deadline(ZKR_RELEASE_WAIT_MS));
+}
+
+int zkr__deletes_defer_end_by(int64_t by)
+{
     defer_list_t l = deferred;
     memset(&deferred, 0, sizeof deferred); /* from here on, deletes go out at once */
     int64_t deadline = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+    if (by < deadline)
+        deadline = by;
 
     /* The deletes of one handle go out together, as one multi (one
      * transaction; zkr__zh_delete_group sends a refused one again one
@@ -283,7 +237,7 @@ int zkr__deletes_defer_end(void)
     int first = ZKR_OK;
     for (size_t i = 0; i < l.n; i++) {
         defer_entry_t *e = &l.e[i];
-        if (e->dw && awaited_wait(&e->dw->aw, deadline)) {
+        if (e->dw && zkr__awaited_wait(&e->dw->aw, deadline)) {
             e->zrc = zkr__zh_answer(zkr__zh(e->h), e->dw->aw.rc);
             delete_wait_free(e->dw);
         } else if (e->dw) {

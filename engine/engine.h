@@ -117,6 +117,9 @@ void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn
  * time are settled in the background. */
 void zkr__deletes_defer_begin(void);
 int zkr__deletes_defer_end(void);
+/* The same, the answers awaited until `by` at the most (a caller's time
+ * limit). */
+int zkr__deletes_defer_end_by(int64_t by);
 
 /* A node created ahead of its acquire, so that the multi-lock sends the
  * creates (and listings) of all its parts at once.  start_all sends them
@@ -137,7 +140,7 @@ typedef struct zkr__prefetch_target {
     const zkr__driver_t *drv;
 } zkr__prefetch_target_t;
 void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__prefetch_t **out);
-int zkr__prefetch_finish(zkr__prefetch_t *p);
+int zkr__prefetch_finish(zkr__prefetch_t *p, int64_t deadline);
 void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);
 
@@ -162,31 +165,59 @@ int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out
 
 /* ---- inside the engine only (node.c's create, used by prefetch.c) ---- */
 
-/* The create and the listing behind it; the completions signal the
- * caller through the op's own mutex (no client-wide lock on this path). */
-typedef struct zkr__create_op {
+/* A create and the listing behind it, waited for by a caller with a
+ * deadline.  The completions signal the caller through the op's own mutex
+ * (no client-wide lock on this path).  A caller that gives up at its
+ * deadline leaves the op to its completions: the last one deletes what
+ * the create made (our node, or by its protected prefix after a lost
+ * reply: the same policy as an acquire's) and frees it. */
+typedef struct zkr__create_op zkr__create_op_t;
+struct zkr__create_op {
+    zkr__req_t req;   /* first: registered on its handle while a direct
+                         create is in flight (the handle's close answers it) */
+    zkr_client_t *c;
+    char *path;       /* what was asked for (a sequential node's prefix) */
+    char *dir;
+    int mode;
+    int64_t session;  /* the session it goes out on */
     pthread_mutex_t mu;
     pthread_cond_t cond;
     int pending;
+    int abandoned;    /* mu: its caller gave up */
     int create_rc;
     char *created;
     struct Stat stat;
     int list_rc;
     zkr__strvec_t children;
-    int inited;  /* mu and cond made */
     zkr__zcreate_t z; /* when sent through the handle's combiner */
-} zkr__create_op_t;
+};
 
-/* An op before anything is sent: 0, or -1 (op->inited stays 0). */
-int zkr__create_op_init(zkr__create_op_t *op);
+/* A new op for `path` in `dir` (copied) on `session`, nothing sent: NULL
+ * on ZKR_ENOMEM. */
+zkr__create_op_t *zkr__create_op_new(zkr_client_t *c, const char *path, const char *dir, int mode, int64_t session);
 /* Make op ready for the handle's combiner (op->z), counting the create and
- * its listing as pending. */
-void zkr__create_op_combine(zkr_client_t *c, zkr__create_op_t *op, const char *path, const char *dir);
-/* Send the create of `path` on h, and the listing of dir right behind it
- * if `list`.  Wait with zkr__create_wait, whatever happened. */
-void zkr__create_send(zkr_client_t *c, zkr__zh_t *h, zkr__create_op_t *op, const char *path, const char *dir,
-                      const char *data, int datalen, int mode, int list);
-/* Wait for every answer op is owed (none if nothing was set up). */
-void zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op);
+ * its listing as pending (an EPHEMERAL_SEQUENTIAL node without data). */
+void zkr__create_op_combine(zkr__create_op_t *op);
+/* Send op's create on h, and the listing of its dir right behind it if
+ * `list`.  Wait with zkr__create_wait, whatever happened. */
+void zkr__create_send(zkr__zh_t *h, zkr__create_op_t *op, const char *data, int datalen, int list);
+/* Wait for every answer op is owed, until `deadline`: 1 if they came (the
+ * caller frees op with zkr__create_op_free), 0 if the deadline passed
+ * first (op is the completions' from now on: never touch it again). */
+int zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op, int64_t deadline);
+void zkr__create_op_free(zkr__create_op_t *op);
+/* Nobody takes what op's create made (every answer is in): delete it, as
+ * an acquire does with what a late answer made (our node; a lost reply's
+ * by its protected prefix, a named node by its name), and free op. */
+void zkr__create_op_forget(zkr__create_op_t *op);
+
+/* How long past its deadline an acquire with requests in flight waits for
+ * their answers before it ends anyway (ZKR_ETIMEDOUT; what they made is
+ * deleted when they are answered).  A timeout of 0 ("try once") is a
+ * round trip's chance: on a working link the answers are in long before;
+ * on a stalled one the call returns within timeout + this. */
+#define ZKR__DEADLINE_GRACE_MS 100
+/* deadline + ZKR__DEADLINE_GRACE_MS (INT64_MAX stays). */
+int64_t zkr__hard_deadline(int64_t deadline);
 
 #endif

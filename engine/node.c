@@ -5,13 +5,13 @@
  * lock objects' hold listeners. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
 
-#define PARENT_RETRIES 5
 #define CREATE_RETRIES 20
 
 static int is_connection_error(int zrc)
@@ -39,6 +39,81 @@ int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out
 
 /* ---- create, with the listing pipelined behind it ---------------------------- */
 
+int64_t zkr__hard_deadline(int64_t deadline)
+{
+    return deadline > INT64_MAX - ZKR__DEADLINE_GRACE_MS ? INT64_MAX : deadline + ZKR__DEADLINE_GRACE_MS;
+}
+
+void zkr__create_op_free(zkr__create_op_t *op)
+{
+    if (!op)
+        return;
+    zkr__sync_destroy(&op->mu, &op->cond);
+    zkr__strvec_free(&op->children);
+    free(op->created);
+    free(op->path);
+    free(op->dir);
+    free(op);
+}
+
+zkr__create_op_t *zkr__create_op_new(zkr_client_t *c, const char *path, const char *dir, int mode, int64_t session)
+{
+    zkr__create_op_t *op = calloc(1, sizeof *op);
+    if (op && zkr__sync_init(&op->mu, &op->cond) != 0) {
+        free(op);
+        return NULL;
+    }
+    if (!op)
+        return NULL;
+    op->c = c;
+    op->mode = mode;
+    op->session = session;
+    op->create_rc = ZSYSTEMERROR;
+    op->list_rc = ZSYSTEMERROR;
+    op->path = strdup(path);
+    op->dir = strdup(dir);
+    if (!op->path || !op->dir) {
+        zkr__create_op_free(op);
+        return NULL;
+    }
+    return op;
+}
+
+void zkr__create_op_forget(zkr__create_op_t *op)
+{
+    zkr_client_t *c = op->c;
+    if (op->create_rc == ZOK && op->created) {
+        int64_t owner = op->stat.ephemeralOwner ? op->stat.ephemeralOwner : op->session;
+        zkr__client_delete_later(c, op->created, owner);
+    } else if (op->create_rc != ZNONODE && op->create_rc != ZNODEEXISTS && op->create_rc != ZCLOSING &&
+               (zkr__zk_class(op->create_rc) != ZKR__ZC_FINAL || op->create_rc == ZSYSTEMERROR)) {
+        /* The reply is lost: the node may exist.  A sequential one goes by
+         * its protected prefix, a named one by its name. */
+        if (op->mode & ZOO_SEQUENCE)
+            zkr__client_delete_prefix_later(c, op->dir, zkr__path_basename(op->path), op->session);
+        else
+            zkr__client_delete_later(c, op->path, op->session);
+    }
+    zkr__create_op_free(op);
+}
+
+/* One answer is in (op->mu held): the last one wakes the caller, or, if
+ * the caller gave up, cleans up and frees op (returns 1: op is gone, mu
+ * released). */
+static int answered_locked(zkr__create_op_t *op)
+{
+    if (--op->pending > 0)
+        return 0;
+    zkr__req_end(&op->req);
+    if (!op->abandoned) {
+        pthread_cond_signal(&op->cond);
+        return 0;
+    }
+    pthread_mutex_unlock(&op->mu);
+    zkr__create_op_forget(op);
+    return 1;
+}
+
 static void create_done(int rc, const char *value, const struct Stat *stat, const void *data)
 {
     zkr__create_op_t *op = (zkr__create_op_t *)data;
@@ -52,9 +127,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat, cons
         if (stat)
             op->stat = *stat;
     }
-    if (--op->pending == 0)
-        pthread_cond_signal(&op->cond);
-    pthread_mutex_unlock(&op->mu);
+    if (!answered_locked(op))
+        pthread_mutex_unlock(&op->mu);
 }
 
 static void list_done(int rc, const struct String_vector *sv, const void *data)
@@ -65,91 +139,75 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
         rc = ZSYSTEMERROR;
     pthread_mutex_lock(&op->mu);
     op->list_rc = rc;
+    zkr__strvec_free(&op->children);
     op->children = kids;
-    if (--op->pending == 0)
-        pthread_cond_signal(&op->cond);
+    if (!answered_locked(op))
+        pthread_mutex_unlock(&op->mu);
+}
+
+/* The handle closed with the create unanswered: as if answered ZCLOSING. */
+static void create_closing(zkr__req_t *r)
+{
+    zkr__create_op_t *op = (zkr__create_op_t *)(void *)r;
+    pthread_mutex_lock(&op->mu);
+    if (op->pending > 0) {
+        op->create_rc = op->create_rc == ZSYSTEMERROR ? ZCLOSING : op->create_rc;
+        op->pending = 1;
+        if (answered_locked(op))
+            return;
+    }
     pthread_mutex_unlock(&op->mu);
 }
 
-/* An op before anything is sent: 0, or -1 (op->inited stays 0). */
-int zkr__create_op_init(zkr__create_op_t *op)
+void zkr__create_send(zkr__zh_t *h, zkr__create_op_t *op, const char *data, int datalen, int list)
 {
-    memset(op, 0, sizeof *op);
-    op->create_rc = ZSYSTEMERROR;
-    op->list_rc = ZSYSTEMERROR;
-    if (pthread_mutex_init(&op->mu, NULL) != 0)
-        return -1;
-    if (zkr__cond_init(&op->cond) != 0) {
-        pthread_mutex_destroy(&op->mu);
-        return -1;
-    }
-    op->inited = 1;
-    return 0;
-}
-
-/* Send the listing of dir behind what op already sent (op->mu held, so
- * that no answer can count down before the listing is counted). */
-static void list_send_locked(zkr__zh_t *h, zkr__create_op_t *op, const char *dir)
-{
-    if (zoo_aget_children(zkr__zh(h), dir, 0, list_done, op) == ZOK)
-        op->pending++;
-}
-
-/* Send the create of `path` on h, and the listing of dir right behind it
- * if `list`: ZooKeeper answers one session's requests in order, so the
- * listing already sees our node.  The completions signal through the
- * op's own mutex (no client-wide lock on this path).  Wait with
- * create_wait, whatever happened. */
-void zkr__create_send(zkr_client_t *c, zkr__zh_t *h, zkr__create_op_t *op, const char *path, const char *dir,
-                        const char *data, int datalen, int mode, int list)
-{
-    if (zkr__create_op_init(op) != 0)
-        return;
     pthread_mutex_lock(&op->mu);
-    int zrc = zoo_acreate2(zkr__zh(h), path, data, datalen, zkr__client_acl(c), mode, create_done, op);
+    zkr__req_start(h, &op->req, create_closing);
+    int zrc = zoo_acreate2(zkr__zh(h), op->path, data, datalen, zkr__client_acl(op->c), op->mode, create_done, op);
     if (zrc == ZOK) {
         op->pending++;
-        if (list)
-            list_send_locked(h, op, dir);
+        /* the listing behind it: ZooKeeper answers one session's requests
+         * in order, so it already sees our node */
+        if (list && zoo_aget_children(zkr__zh(h), op->dir, 0, list_done, op) == ZOK)
+            op->pending++;
     } else {
         op->create_rc = zrc;
+        zkr__req_end(&op->req);
     }
     pthread_mutex_unlock(&op->mu);
 }
 
-/* The same through the handle's combiner (an EPHEMERAL_SEQUENTIAL node
- * without data, listed behind): alone, it goes out at once; while another
- * batch of the handle's creates is in flight, it waits and goes with the
- * others as one multi (many threads on one client). */
-void zkr__create_op_combine(zkr_client_t *c, zkr__create_op_t *op, const char *path, const char *dir)
+void zkr__create_op_combine(zkr__create_op_t *op)
 {
     pthread_mutex_lock(&op->mu);
-    op->pending = 2; /* the create and the listing */
+    op->pending = 2; /* the create and the listing (the combiner answers both) */
     pthread_mutex_unlock(&op->mu);
-    op->z = (zkr__zcreate_t){{NULL}, path, dir, zkr__client_acl(c), create_done, list_done, op, NULL, 0};
+    op->z = (zkr__zcreate_t){{NULL}, op->path, op->dir, zkr__client_acl(op->c), create_done, list_done, op, NULL, 0};
 }
 
-void zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op)
+int zkr__create_wait(zkr__zh_t *h, zkr__create_op_t *op, int64_t deadline)
 {
-    if (!op->inited)
-        return;
     pthread_mutex_lock(&op->mu);
-    while (op->pending > 0)
-        pthread_cond_wait(&op->cond, &op->mu);
+    while (op->pending > 0) {
+        if (zkr__cond_wait_until(&op->cond, &op->mu, deadline) == ETIMEDOUT && op->pending > 0) {
+            op->abandoned = 1; /* the last answer cleans up */
+            pthread_mutex_unlock(&op->mu);
+            return 0;
+        }
+    }
     pthread_mutex_unlock(&op->mu);
-    pthread_cond_destroy(&op->cond);
-    pthread_mutex_destroy(&op->mu);
-    op->inited = 0;
     zkr__zh_answer(zkr__zh(h), op->create_rc);
     zkr__zh_answer(zkr__zh(h), op->list_rc);
+    return 1;
 }
 
 /* The node "<dir>/<name>" (a caller-chosen name, unique by construction:
- * the read/write lock's downgrade node), made at once and tracked. */
+ * the read/write lock's downgrade node), made at once and tracked, within
+ * the deadline (plus ZKR__DEADLINE_GRACE_MS for answers in flight). */
 static int create_named(zkr_client_t *c, const char *path, const char *dir, int mode, int64_t deadline,
                         zkr__node_t *out)
 {
-    int parent_tries = 0;
+    int64_t hard = zkr__hard_deadline(deadline);
     for (int attempt = 0; attempt < CREATE_RETRIES; attempt++) {
         int rc = zkr__client_wait_usable(c, deadline);
         zkr__zh_t *h = NULL;
@@ -158,41 +216,50 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
         if (rc != ZKR_OK)
             return rc;
         int64_t session = zkr__zh_session(c, h);
-        zkr__create_op_t op;
-        zkr__create_send(c, h, &op, path, dir, "", 0, mode, 0);
-        if (!op.inited) {
+        zkr__create_op_t *op = zkr__create_op_new(c, path, dir, mode, session);
+        if (!op) {
             zkr__client_put_handle(c, h);
-            return ZKR_ESYSTEM;
+            return ZKR_ENOMEM;
         }
-        zkr__create_wait(h, &op);
-        zkr__strvec_free(&op.children);
-        int zrc = op.create_rc;
+        zkr__create_send(h, op, "", 0, 0);
+        if (!zkr__create_wait(h, op, hard)) {
+            /* no answer in time: what the create makes is deleted when it
+             * is answered */
+            zkr__client_put_handle(c, h);
+            return ZKR_ETIMEDOUT;
+        }
+        int zrc = op->create_rc;
         if (zrc == ZOK) {
             zkr__client_put_handle(c, h);
-            out->path = op.created;
-            out->czxid = op.stat.czxid;
-            out->session = op.stat.ephemeralOwner ? op.stat.ephemeralOwner : session;
+            out->path = op->created;
+            op->created = NULL;
+            out->czxid = op->stat.czxid;
+            out->session = op->stat.ephemeralOwner ? op->stat.ephemeralOwner : session;
+            zkr__create_op_free(op);
             return ZKR_OK;
         }
-        free(op.created);
-        if (zrc == ZNONODE && parent_tries++ < PARENT_RETRIES) {
-            /* Parents are containers: make them (again: the server may
-             * have reaped an empty one since). */
-            rc = zkr__ensure_path(c, zkr__zh(h), dir);
+        zkr__create_op_free(op);
+        if (zrc == ZNONODE) {
+            /* The directory is gone, and with it the node this one stands
+             * beside (the write lock of a downgrade). */
             zkr__client_put_handle(c, h);
-            if (rc != ZKR_OK && rc != ZKR_ECONNLOSS && rc != ZKR_ESESSIONLOST)
-                return rc;
-            continue;
+            return ZKR_ENONODE;
         }
-        zkr__client_put_handle(c, h);
-        if (zrc == ZNODEEXISTS)
+        if (zrc == ZNODEEXISTS) {
+            zkr__client_put_handle(c, h);
             return ZKR_ENODEEXISTS;
-        if (zkr__zk_class(zrc) == ZKR__ZC_SESSION)
+        }
+        if (zkr__zk_class(zrc) == ZKR__ZC_SESSION) {
+            zkr__client_put_handle(c, h);
             continue; /* the session went away: try on the next one */
-        if (!is_connection_error(zrc) && zrc != ZSYSTEMERROR)
+        }
+        if (!is_connection_error(zrc) && zrc != ZSYSTEMERROR) {
+            zkr__client_put_handle(c, h);
             return zkr__zk_error(zrc);
+        }
         /* The reply was lost: the name is ours alone, so look for it, and
          * keep it only if our session made it. */
+        zkr__client_put_handle(c, h);
         if ((rc = zkr__client_wait_usable(c, deadline)) != ZKR_OK) {
             zkr__client_delete_later(c, path, session);
             return rc;
@@ -200,7 +267,8 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
         if ((rc = zkr__client_get_handle(c, &h)) != ZKR_OK)
             return rc;
         struct Stat st;
-        int z = zkr__zh_answer(zkr__zh(h), zoo_exists(zkr__zh(h), path, 0, &st));
+        memset(&st, 0, sizeof st);
+        int z = zkr__zh_exists_until(h, path, hard, &st);
         int64_t now_session = zkr__zh_session(c, h);
         zkr__client_put_handle(c, h);
         if (z == ZOK && st.ephemeralOwner == session && now_session == session) {
@@ -210,8 +278,10 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
             out->session = session;
             return ZKR_OK;
         }
-        if (z == ZOK)
+        if (z == ZOK || z == ZOPERATIONTIMEOUT)
             zkr__client_delete_later(c, path, session);
+        if (z == ZOPERATIONTIMEOUT)
+            return ZKR_ETIMEDOUT;
     }
     return ZKR_EZOOKEEPER;
 }

@@ -4,7 +4,6 @@
  * node instead of creating one. */
 #include "config.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +19,7 @@ struct zkr__prefetch {
     char *path;
     char uuid[ZKR__UUID_LEN + 1];
     int64_t session;
-    zkr__create_op_t op;
+    zkr__create_op_t *op;  /* until it is answered or given up */
     int sent;              /* zkr__prefetch_start_all: on its way */
     int finished;
     zkr__node_t node;      /* ours until an acquire takes it */
@@ -58,32 +57,26 @@ static zkr__prefetch_t *prefetch_new(zkr_client_t *c, const char *dir, const zkr
         return NULL;
     }
     p->session = zkr__zh_session(c, p->h);
+    if (!(p->op = zkr__create_op_new(c, p->path, dir, ZOO_EPHEMERAL_SEQUENTIAL, p->session))) {
+        zkr__client_put_handle(c, p->h);
+        zkr__client_leave(c);
+        free(p->path);
+        free(p);
+        return NULL;
+    }
     return p;
 }
 
 /* Several prefetches' creates (one handle, distinct directories) as one
  * multi: one transaction on the server, one log write instead of one per
- * node (zkr__zh_create_group).  0, or -1 if nothing was set up (the
- * caller sends them one by one). */
-static int prefetch_group_send(zkr__prefetch_t **m, size_t n)
+ * node (zkr__zh_create_group). */
+static void prefetch_group_send(zkr__prefetch_t **m, size_t n)
 {
-    size_t inited = 0;
-    while (inited < n && zkr__create_op_init(&m[inited]->op) == 0)
-        inited++;
-    if (inited < n) {
-        for (size_t i = 0; i < inited; i++) {
-            pthread_cond_destroy(&m[i]->op.cond);
-            pthread_mutex_destroy(&m[i]->op.mu);
-            m[i]->op.inited = 0;
-        }
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
-        zkr__create_op_combine(m[i]->c, &m[i]->op, m[i]->path, m[i]->dir);
-        m[i]->op.z.link.next = i + 1 < n ? &m[i + 1]->op.z.link : NULL;
+        zkr__create_op_combine(m[i]->op);
+        m[i]->op->z.link.next = i + 1 < n ? &m[i + 1]->op->z.link : NULL;
     }
-    zkr__zh_create_group(m[0]->h, &m[0]->op.z);
-    return 0;
+    zkr__zh_create_group(m[0]->h, &m[0]->op->z);
 }
 
 void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__prefetch_t **out)
@@ -108,47 +101,47 @@ void zkr__prefetch_start_all(const zkr__prefetch_target_t *t, size_t n, zkr__pre
             if (!dup)
                 group[k++] = out[j];
         }
-        if (k >= 2 && prefetch_group_send(group, k) == 0) {
+        if (k >= 2) {
+            prefetch_group_send(group, k);
             for (size_t j = 0; j < k; j++)
                 group[j]->sent = 1;
         } else {
-            zkr__create_send(out[i]->c, out[i]->h, &out[i]->op, out[i]->path, out[i]->dir, "", 0,
-                        ZOO_EPHEMERAL_SEQUENTIAL, 1);
+            zkr__create_send(out[i]->h, out[i]->op, "", 0, 1);
             out[i]->sent = 1;
         }
     }
     free(group);
 }
 
-int zkr__prefetch_finish(zkr__prefetch_t *p)
+int zkr__prefetch_finish(zkr__prefetch_t *p, int64_t deadline)
 {
     if (!p->finished) {
         p->finished = 1;
-        zkr__create_wait(p->h, &p->op);
+        zkr__create_op_t *op = p->op;
+        p->op = NULL;
+        /* no answer by the deadline: the op is its completions', which
+         * delete what it made */
+        int answered = zkr__create_wait(p->h, op, zkr__hard_deadline(deadline));
         zkr__client_put_handle(p->c, p->h);
         zkr__client_leave(p->c);
         p->h = NULL;
-        if (p->op.create_rc == ZOK) {
-            p->node.path = p->op.created;
-            p->op.created = NULL;
-            p->node.czxid = p->op.stat.czxid;
-            p->node.session = p->op.stat.ephemeralOwner ? p->op.stat.ephemeralOwner : p->session;
+        if (answered && op->create_rc == ZOK) {
+            p->node.path = op->created;
+            op->created = NULL;
+            p->node.czxid = op->stat.czxid;
+            p->node.session = op->stat.ephemeralOwner ? op->stat.ephemeralOwner : p->session;
             memcpy(p->node.uuid, p->uuid, sizeof p->uuid);
-            if (p->op.list_rc == ZOK) {
-                p->kids = p->op.children;
-                p->op.children.v = NULL;
-                p->op.children.n = 0;
+            if (op->list_rc == ZOK) {
+                p->kids = op->children;
+                op->children.v = NULL;
+                op->children.n = 0;
             }
+            zkr__create_op_free(op);
             if (zkr__track_add(p->c, p->node.path, p->node.session, 0, &p->node.track) != ZKR_OK)
                 zkr__node_delete_nowait(p->c, &p->node);
-        } else if (p->op.create_rc != ZNONODE && zkr__zk_class(p->op.create_rc) != ZKR__ZC_FINAL) {
-            /* The create may have happened: whatever it left is deleted. */
-            char prefix[ZKR__UUID_LEN + 8];
-            snprintf(prefix, sizeof prefix, "_c_%s-", p->uuid);
-            zkr__client_delete_prefix_later(p->c, p->dir, prefix, p->session);
+        } else if (answered) {
+            zkr__create_op_forget(op); /* a lost reply's node goes by its prefix */
         }
-        zkr__strvec_free(&p->op.children);
-        free(p->op.created);
     }
     if (!p->node.path)
         return -1;
@@ -170,7 +163,7 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
         return;
     if (offered == p)
         offered = NULL;
-    zkr__prefetch_finish(p);
+    zkr__prefetch_finish(p, 0); /* not waited for any more */
     if (p->node.path)
         zkr__node_delete_nowait(p->c, &p->node); /* not taken: nobody's */
     zkr__strvec_free(&p->kids);
@@ -180,7 +173,7 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
 
 static int prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *kids)
 {
-    if (zkr__prefetch_finish(p) < 0)
+    if (zkr__prefetch_finish(p, 0) < 0) /* (finished by then: no wait) */
         return 0;
     *out = p->node;
     memset(&p->node, 0, sizeof p->node);

@@ -216,17 +216,10 @@ int zkr_latch_guarded_write(zkr_latch_t *l, zkr_op_t *ops, size_t n)
     return l ? zkr__seat_guarded_write(&l->seat, ops, n) : ZKR_EINVAL;
 }
 
-/* After close, off the client thread: the acquire has ended (its end
- * comes on the client thread, or with the client's close) and everything
- * told has run. */
+/* After close, off the callback thread: everything told has run. */
 static void settle(zkr_latch_t *l)
 {
-    zkr__seat_t *s = &l->seat;
-    pthread_mutex_lock(&s->mu);
-    while (l->acquiring)
-        zkr__seat_wait_locked(s, INT64_MAX);
-    pthread_mutex_unlock(&s->mu);
-    zkr__tell_finish(&s->tell);
+    zkr__tell_finish(&l->seat.tell);
 }
 
 int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
@@ -258,8 +251,16 @@ int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode)
         zkr__node_delete_nowait(s->c, &node); /* the client thread never waits on the network */
     else if (node.path)
         zkr__node_delete(s->c, &node); /* a lost node's delete ends in the background */
-    zkr__async_forget(s->c, l);
-    if (own) { /* the acquire's end comes after; what is left to tell, now */
+    /* The acquire in progress is cancelled and will not be delivered to
+     * us (its grant, if any, is deleted): nothing to wait for, neither the
+     * client thread nor a close of the client under way (a close from
+     * inside zkr_client_with_handle while another thread closes the
+     * client would otherwise wait for each other). */
+    zkr__async_detach(s->c, l);
+    pthread_mutex_lock(&s->mu);
+    l->acquiring = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (own) { /* what is left to tell, now */
         zkr__tell_finish(&s->tell);
         return ZKR_OK;
     }
@@ -274,12 +275,12 @@ void zkr_latch_free(zkr_latch_t *l)
     zkr__seat_t *s = &l->seat;
     zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT);
     pthread_mutex_lock(&s->mu);
-    if (zkr__client_on_own_thread(s->c) && (l->acquiring || zkr__tell_in_call_locked(&s->tell))) {
-        /* Its acquire's end, or the listener's return, is still to come
-         * on this very thread: freeing now would hand it freed memory.
-         * Left as it is (documented). */
+    if (zkr__tell_in_call_locked(&s->tell)) {
+        /* Its listener's return is still to come on this very thread:
+         * freeing now would hand it freed memory.  Left as it is
+         * (documented). */
         pthread_mutex_unlock(&s->mu);
-        zkr__log(s->c, ZKR_LOG_ERROR, "zkr_latch_free on the client's thread: latch %s not freed", s->path);
+        zkr__log(s->c, ZKR_LOG_ERROR, "zkr_latch_free from its own listener: latch %s not freed", s->path);
         return;
     }
     pthread_mutex_unlock(&s->mu);

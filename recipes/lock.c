@@ -184,7 +184,7 @@ static int part_kind(zkr_lock_ref_t r, zkr__async_target_t *t)
  * deleted: from there on the parts are taken one by one, in order, as
  * ever, so a multi-lock never waits on a part while queued on a later one
  * (the global order still prevents deadlocks). */
-static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
+static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml, int64_t deadline)
 {
     zkr__prefetch_t **pf = calloc(ml->n, sizeof *pf);
     int *kinds = calloc(ml->n, sizeof *kinds);
@@ -216,7 +216,7 @@ static zkr__prefetch_t **prefetch_parts(const zkr_multilock_t *ml)
             zkr__prefetch_free(pf[i]);
             pf[i] = NULL;
         } else if (pf[i]) {
-            ahead = zkr__prefetch_finish(pf[i]) == 1;
+            ahead = zkr__prefetch_finish(pf[i], deadline) == 1;
         } else {
             ahead = kinds[i] == PART_REENTER;
         }
@@ -230,7 +230,7 @@ int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
     if (!ml)
         return ZKR_EINVAL;
     int64_t deadline = zkr__deadline(timeout_ms);
-    zkr__prefetch_t **pf = prefetch_parts(ml);
+    zkr__prefetch_t **pf = prefetch_parts(ml, deadline);
     int rc = ZKR_OK;
     size_t i;
     for (i = 0; i < ml->n; i++) {
@@ -249,8 +249,16 @@ int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
     if (rc != ZKR_OK) {
         for (size_t j = i + 1; pf && j < ml->n; j++)
             zkr__prefetch_free(pf[j]);
+        /* The parts taken go back together, their answers awaited within
+         * the call's time limit (at least a round trip's grace: a try that
+         * failed leaves nothing behind on a working link), then in the
+         * background. */
+        zkr__deletes_defer_begin();
         while (i-- > 0)
             zkr_lock_release(ml->parts[i]);
+        int64_t by = zkr__hard_deadline(deadline);
+        int64_t soon = zkr__deadline(ZKR__DEADLINE_GRACE_MS);
+        zkr__deletes_defer_end_by(by > soon ? by : soon);
     }
     free(pf);
     return rc;

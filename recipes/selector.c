@@ -222,7 +222,14 @@ void zkr_selector_free(zkr_selector_t *s)
 {
     if (!s)
         return;
-    zkr_selector_close(s);
+    if (zkr_selector_close(s) == ZKR_EDEADLK) {
+        /* From its own callback or listener: its thread still runs (and
+         * returns into it).  Freeing now would hand it freed memory: left
+         * as it is (documented), as zkr_latch_free does. */
+        zkr__log(s->seat.c, ZKR_LOG_ERROR, "zkr_selector_free from its own callback: selector %s not freed",
+                 s->seat.path);
+        return;
+    }
     zkr__seat_destroy(&s->seat);
     free(s);
 }

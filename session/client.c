@@ -1,17 +1,26 @@
-/* The client: open and close, the client thread that does everything slow,
- * the lifetime rules (users, objects, callbacks), and the public queries.
- * The rooms it drives: session.c (handles, states), listeners.c,
- * tracks.c (hold states), subs.c (subscriptions), deletes.c.
+/* The client: open and close, its two threads, the lifetime rules (users,
+ * objects, callbacks), and the public queries.  The rooms it drives:
+ * session.c (handles, states), listeners.c, tracks.c (hold states),
+ * subs.c (subscriptions), deletes.c.
  *
- * Threads:
+ * Threads (libuv's rule: the loop never runs the program's code inside
+ * its own work; Curator's: state listeners run on their own executor):
  *  - ZooKeeper's completion thread runs our watchers and completions: they
  *    only record and signal.
- *  - The client thread (client_main) does everything slow, in this order
- *    of priority: session events, the LOST timer and the rebuild, closing
- *    retired handles, listeners (then hold states), hold listeners,
- *    subscriptions, background deletes.  It never holds c->mu while calling
- *    out and never makes a synchronous ZooKeeper call.
- *  - Callers block in their own threads. */
+ *  - The client thread (client_main) is the executor.  It does everything
+ *    slow, and only that: session events, applying each new state to the
+ *    holds and acquires at once, the LOST timer and the rebuild, closing
+ *    retired handles, background deletes, self watches, and every step,
+ *    deadline and end of every acquire.  It never runs a callback, never
+ *    holds c->mu while calling out and never makes a synchronous
+ *    ZooKeeper call.
+ *  - The callback thread (callback_main) runs every callback, in order:
+ *    state listeners (then the hold listeners of that state), hold
+ *    listeners, subscriptions, completions of the library's own acquires
+ *    and, in ZKR_DISPATCH_THREAD mode, the program's.  A callback may call
+ *    anything (a blocking acquire included): it delays only the callbacks
+ *    after it, never a state, a timer or another hold's state.
+ *  - Callers block in their own threads, on their own records. */
 #include "config.h"
 
 #include <errno.h>
@@ -147,8 +156,19 @@ int zkr_client_wait_connected(zkr_client_t *c, int64_t timeout_ms)
 
 static int work_pending_locked(const zkr_client_t *c)
 {
-    return c->raw_n > 0 || c->raw_overflow || c->rep_n > 0 || c->tracks_dirty || c->sev_head ||
-           (c->hooks && c->hooks->pending_locked(c));
+    return c->raw_n > 0 || c->raw_overflow || c->app_n > 0 || (c->hooks && c->hooks->pending_locked(c));
+}
+
+/* Apply each new state to the holds (their states change now, whoever is
+ * told later) and to the acquires (they look again).  c->mu held. */
+static void apply_states_locked(zkr_client_t *c)
+{
+    zkr_state_t s;
+    while (zkr__session_next_state_locked(c, &s)) {
+        zkr__tracks_apply_locked(c, s);
+        if (c->hooks)
+            c->hooks->state_locked(c, s);
+    }
 }
 
 static void *client_main(void *arg)
@@ -161,15 +181,9 @@ static void *client_main(void *arg)
         int64_t next = zkr__session_tick_locked(c);
         if (c->closing)
             break;
+        zkr__session_process_locked(c); /* what came while it rebuilt */
+        apply_states_locked(c);
         zkr__session_close_retired_locked(c);
-        /* One state at a time: its listeners, then its hold states, and
-         * the hold listeners told before the next state is applied. */
-        if (zkr__listeners_deliver_next_locked(c)) {
-            zkr__tracks_notify_locked(c);
-            continue;
-        }
-        if (zkr__tracks_notify_locked(c) || zkr__subs_run_next_locked(c))
-            continue;
         int64_t d = zkr__deletes_run_locked(c);
         if (d < next)
             next = d;
@@ -178,10 +192,38 @@ static void *client_main(void *arg)
             next = d;
         if (c->hooks && (d = c->hooks->run_locked(c)) < next)
             next = d;
-        /* A wake that came while c->mu was dropped in this round (a step,
-         * a callback) may have changed a timer read above: another round. */
+        /* A wake that came while c->mu was dropped in this round (a step)
+         * may have changed a timer read above: another round. */
         if (!c->woken && !work_pending_locked(c) && !c->closing)
             zkr__cond_wait_until(&c->wake, &c->mu, next);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+static int callbacks_pending_locked(const zkr_client_t *c)
+{
+    return c->rep_n > 0 || c->tracks_dirty || c->sev_head || (c->hooks && c->hooks->deliver_pending_locked(c));
+}
+
+static void *callback_main(void *arg)
+{
+    zkr_client_t *c = arg;
+    pthread_mutex_lock(&c->mu);
+    while (!c->closing) {
+        c->cb_woken = 0;
+        /* One state at a time: its listeners, then the hold listeners told
+         * what they have not been told, before the next state. */
+        if (zkr__listeners_deliver_next_locked(c)) {
+            zkr__tracks_notify_locked(c);
+            continue;
+        }
+        if (zkr__tracks_notify_locked(c) || zkr__subs_run_next_locked(c))
+            continue;
+        if (c->hooks && c->hooks->deliver_locked(c))
+            continue;
+        if (!c->cb_woken && !callbacks_pending_locked(c) && !c->closing)
+            pthread_cond_wait(&c->cb_wake, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
@@ -200,6 +242,7 @@ static void client_free(zkr_client_t *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cond);
     pthread_cond_destroy(&c->wake);
+    pthread_cond_destroy(&c->cb_wake);
     zkr__acl_free(&c->acl);
     free(c->hosts);
     free(c->auth_scheme);
@@ -216,6 +259,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     int sync_ok = pthread_mutex_init(&c->mu, NULL) == 0;
     sync_ok = zkr__cond_init(&c->cond) == 0 && sync_ok;
     sync_ok = zkr__cond_init(&c->wake) == 0 && sync_ok;
+    sync_ok = zkr__cond_init(&c->cb_wake) == 0 && sync_ok;
     if (!sync_ok) {
         /* Destroying what was never initialised is undefined: leak the
          * few bytes of a failed init rather than risk it. */
@@ -273,9 +317,10 @@ static int confirm_open(zkr_client_t *c, int64_t deadline, int has_chroot)
     int rc = zkr__client_get_handle(c, &h);
     if (rc != ZKR_OK)
         return rc;
-    int zrc = zkr__zh_answer(zkr__zh(h), zoo_exists(zkr__zh(h), "/", 0, NULL));
+    struct Stat st;
+    int zrc = zkr__zh_exists_until(h, "/", deadline, &st);
     zkr__client_put_handle(c, h);
-    return zkr__zk_error(zrc);
+    return zrc == ZOPERATIONTIMEOUT ? ZKR_ETIMEDOUT : zkr__zk_error(zrc);
 }
 
 int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_options_t *opt_in)
@@ -303,12 +348,24 @@ int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_opti
         client_free(c);
         return rc;
     }
-    if (pthread_create(&c->thread, NULL, client_main, c) != 0) {
+    if (pthread_create(&c->cb_thread, NULL, callback_main, c) != 0) {
         zkr__handle_close(c->cur);
         client_free(c);
         return ZKR_ESYSTEM;
     }
-    c->thread_started = 1;
+    atomic_store_explicit(&c->cb_started, 1, memory_order_release);
+    if (pthread_create(&c->thread, NULL, client_main, c) != 0) {
+        pthread_mutex_lock(&c->mu);
+        c->closing = 1;
+        zkr__wake_callbacks_locked(c);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->cb_thread, NULL);
+        atomic_store(&c->cb_started, 0);
+        zkr__handle_close(c->cur);
+        client_free(c);
+        return ZKR_ESYSTEM;
+    }
+    atomic_store_explicit(&c->thread_started, 1, memory_order_release);
     if (opt.connect_timeout_ms >= 0) {
         int64_t deadline = zkr__deadline(opt.connect_timeout_ms);
         rc = zkr_client_wait_connected(c, opt.connect_timeout_ms);
@@ -396,19 +453,25 @@ int zkr_client_close(zkr_client_t *c)
         c->hooks->closing_locked(c); /* blocked callers leave */
     pthread_cond_broadcast(&c->cond);
     zkr__wake_locked(c);
+    zkr__wake_callbacks_locked(c);
     while (c->users > 0)
         pthread_cond_wait(&c->cond, &c->mu);
     pthread_mutex_unlock(&c->mu);
 
-    if (c->thread_started)
-        pthread_join(c->thread, NULL);
-    /* The client thread has stopped: nothing adds closers any more. */
-    while (c->closers) {
-        zkr__closer_t *cl = c->closers;
-        c->closers = cl->next;
-        pthread_join(cl->thread, NULL);
-        free(cl);
+    /* The callback thread ends after the callback it runs (a callback
+     * inside a blocking call has left it: it was a user); no callback
+     * starts once closing is set.  Its id is forgotten once joined: a
+     * later thread given the same id is not taken for it. */
+    if (atomic_load(&c->cb_started)) {
+        pthread_join(c->cb_thread, NULL);
+        atomic_store(&c->cb_started, 0);
     }
+    if (atomic_load(&c->thread_started)) {
+        pthread_join(c->thread, NULL);
+        atomic_store(&c->thread_started, 0);
+    }
+    /* The client thread has stopped: nothing adds closers any more. */
+    zkr__session_join_closers(c);
 
     /* Every path that uses a handle is inside the client (users), so the
      * current handle's other references are gone too; wait to be sure. */

@@ -54,7 +54,13 @@ typedef struct zkr__hooks {
     int64_t (*run_locked)(zkr_client_t *c);
     /* c->mu held: 1 if run_locked has work now. */
     int (*pending_locked)(const zkr_client_t *c);
-    /* Client thread, c->mu held: state s was delivered to the listeners. */
+    /* Callback thread, c->mu held (dropped around the call): deliver one
+     * ended acquire or release whose completion runs there; 1 if it did. */
+    int (*deliver_locked)(zkr_client_t *c);
+    /* c->mu held: 1 if deliver_locked has work now. */
+    int (*deliver_pending_locked)(const zkr_client_t *c);
+    /* Client thread, c->mu held: state s happened (applied to the holds;
+     * the listeners hear of it on the callback thread). */
     void (*state_locked)(zkr_client_t *c, zkr_state_t s);
     /* No lock held (takes c->mu): our own session's watches on `path` were
      * removed by a release; whatever waits on them looks again. */
@@ -83,8 +89,9 @@ void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks);
  * releasing one after (or while) the client closes is safe.  retain fails
  * with ZKR_ECLOSED once the client is closing. */
 int zkr__client_retain(zkr_client_t *c);
-/* 1 if the calling thread is the client's own (listeners, hold listeners,
- * subscriptions run there: it must never wait for itself). */
+/* 1 if the calling thread is one of the client's own: the callback thread
+ * (listeners, hold listeners, subscriptions, completions run there: it
+ * must never wait for itself) or the client thread. */
 int zkr__client_on_own_thread(const zkr_client_t *c);
 void zkr__client_release(zkr_client_t *c);
 
@@ -134,6 +141,8 @@ void zkr__req_end(zkr__req_t *r);
 #define ZKR__CLOSE_DRAIN_MS 1000
 /* Requests registered and not yet answered, over every handle (tests). */
 long zkr__reqs_live(void);
+/* Threads closing retired handles not yet joined (tests). */
+int zkr__session_closers(zkr_client_t *c);
 
 /* The combiners' queues (combine.c): a link first in each request. */
 typedef struct zkr__qlink {
@@ -194,6 +203,30 @@ void zkr__zh_create(zkr__zh_t *h, zkr__zcreate_t *z);
  * is in flight, each listing right behind it (the multi-lock's parts: one
  * round trip); a refused multi answers every create with the refusal. */
 void zkr__zh_create_group(zkr__zh_t *h, zkr__zcreate_t *list);
+
+/* An answer the sending thread waits for a while (or not at all): put it
+ * first in the request's context.  If the sender stops waiting, the
+ * completion settles the answer and frees the context. */
+typedef struct zkr__awaited {
+    zkr__req_t req; /* first: registered on the handle while in flight */
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done, abandoned, rc;
+} zkr__awaited_t;
+/* 0, or -1 (nothing made). */
+int zkr__awaited_init(zkr__awaited_t *a);
+void zkr__awaited_destroy(zkr__awaited_t *a);
+/* In the completion: record rc, wake the sender.  Returns 1 if the
+ * sender has stopped waiting (the completion must settle and free). */
+int zkr__awaited_answer(zkr__awaited_t *a, int rc);
+/* Wait until the deadline: 1 with a->rc (the caller frees), or 0: given
+ * up, the completion settles it. */
+int zkr__awaited_wait(zkr__awaited_t *a, int64_t deadline);
+
+/* Is `path` there (and whose is it: *st)?  The server's answer (through
+ * zkr__zh_answer), or ZOPERATIONTIMEOUT if none came by the deadline (the
+ * request is left to its completion, which frees it). */
+int zkr__zh_exists_until(zkr__zh_t *h, const char *path, int64_t deadline, struct Stat *st);
 
 /* The session the handle is (or was last) connected with; 0 if none yet. */
 int64_t zkr__zh_session(zkr_client_t *c, const zkr__zh_t *h);

@@ -80,6 +80,8 @@ typedef struct zkr__raw {
 
 typedef struct zkr__closer {
     pthread_t thread;
+    zkr__zh_t *h;             /* the handle it closes */
+    atomic_int done;          /* its thread has finished: join it */
     struct zkr__closer *next;
 } zkr__closer_t;
 
@@ -102,8 +104,11 @@ struct zkr_client {
     void *log_ctx;
     int log_level;            /* ZKR_LOG_* threshold of its lines */
     int zk_log_level;         /* threshold for the C client's lines; -1: log_level */
-    pthread_t thread;         /* the client thread (client_main) */
-    int thread_started;
+    pthread_t thread;         /* the client thread (client_main): the executor */
+    atomic_int thread_started; /* from its start until it is joined */
+    pthread_t cb_thread;      /* the callback thread (callback_main): runs
+                                 every callback, the program's included */
+    atomic_int cb_started;    /* from its start until it is joined */
 
     pthread_mutex_t mu;       /* the client mutex: guards every field below
                                  below */
@@ -113,6 +118,8 @@ struct zkr_client {
     int woken;                /* wake signalled since the client thread
                                  last began a round (it may have been
                                  busy, not waiting, when it came) */
+    pthread_cond_t cb_wake;   /* the callback thread has work */
+    int cb_woken;             /* the same, for the callback thread */
 
     /* ---- session.c ---- */
     zkr__zh_t *cur;           /* current handle (NULL once closed) */
@@ -135,8 +142,12 @@ struct zkr_client {
     int64_t lost_deadline;    /* SUSPENDED -> LOST at this time */
     int need_rebuild;
     int auth_failed;
-    zkr_state_t reports[ZKR__REPORT_MAX]; /* states not yet delivered */
+    zkr_state_t reports[ZKR__REPORT_MAX]; /* states not yet told to the
+                                 listeners (the callback thread) */
     int rep_head, rep_n;
+    zkr_state_t applies[ZKR__REPORT_MAX]; /* states not yet applied to the
+                                 holds and acquires (the client thread) */
+    int app_head, app_n;
 
     /* ---- listeners.c ---- */
     zkr__listener_t *listeners;
@@ -198,6 +209,14 @@ static inline void zkr__wake_locked(zkr_client_t *c)
     pthread_cond_signal(&c->wake);
 }
 
+/* Give the callback thread work (c->mu held): a state to tell, a hold
+ * listener to call, a subscription event, a completion to deliver. */
+static inline void zkr__wake_callbacks_locked(zkr_client_t *c)
+{
+    c->cb_woken = 1;
+    pthread_cond_signal(&c->cb_wake);
+}
+
 /* Tests only (never set by the library): called by the rebuild between
  * making the new handle and making it current, to widen that window. */
 extern void (*zkr__test_rebuild_pause)(void);
@@ -210,8 +229,14 @@ void zkr__session_process_locked(zkr_client_t *c);
 /* The LOST timer and the rebuild, as due.  c->mu held, may be dropped.
  * Returns the next time something is due. */
 int64_t zkr__session_tick_locked(zkr_client_t *c);
-/* Close retired handles nobody uses any more.  c->mu held. */
+/* The oldest state not yet applied to the holds and acquires (client
+ * thread): 1 and *s, or 0 if none.  c->mu held. */
+int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s);
+/* Close retired handles nobody uses any more (each on a thread of its
+ * own), and join the threads that have closed theirs.  c->mu held. */
 void zkr__session_close_retired_locked(zkr_client_t *c);
+/* Join every closer thread (close, once the client thread is gone). */
+void zkr__session_join_closers(zkr_client_t *c);
 /* Record the answer to a request on h: "session expired/moved" on the
  * current handle declares the session LOST at once.  c->mu held. */
 void zkr__answer_locked(zkr_client_t *c, const zkr__zh_t *h, int zrc);
@@ -225,8 +250,8 @@ int zkr__usable_locked(const zkr_client_t *c);
 extern void (*zkr__test_rebuild_pause)(void);
 
 /* ---- listeners.c ---- */
-/* Deliver the next queued state to listeners, then to tracked holds.
- * c->mu held, dropped around each call.  Returns 1 if it delivered one. */
+/* Tell the next queued state to the listeners (callback thread).  c->mu
+ * held, dropped around each call.  Returns 1 if there was one. */
 int zkr__listeners_deliver_next_locked(zkr_client_t *c);
 void zkr__listeners_free(zkr_client_t *c);
 

@@ -1,5 +1,6 @@
-/* Connection-state listeners: registered by the user, called on the client
- * thread, one at a time, in registration order.  Guarded by c->mu. */
+/* Connection-state listeners: registered by the user, called on the
+ * callback thread, one at a time, in registration order.  Guarded by
+ * c->mu. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -55,7 +56,7 @@ int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx)
     }
     l->removed = 1; /* stays linked (the runner may be walking past it) */
     zkr__callback_wait_locked(c, l);
-    zkr__wake_locked(c);
+    zkr__wake_callbacks_locked(c);
     pthread_mutex_unlock(&c->mu);
     return ZKR_OK;
 }
@@ -93,9 +94,6 @@ int zkr__listeners_deliver_next_locked(zkr_client_t *c)
         /* l stays linked while we walk (removal only marks it) */
     }
     reap_removed_locked(c);
-    zkr__tracks_apply_locked(c, s);
-    if (c->hooks)
-        c->hooks->state_locked(c, s);
     return 1;
 }
 

@@ -5,8 +5,10 @@
  * The C client's per-handle log callback takes no context, so each handle
  * gets one of a fixed set of trampolines, whose slot names the client.  A
  * slot is taken before the handle is made and given back after it is
- * closed (no line of it can come later); the dispatch holds slots_mu, so
- * a client is never freed under a line being delivered. */
+ * closed (no line of it can come later).  A line is delivered under its
+ * slot's own mutex, which giving the slot back also takes, so a client is
+ * never freed under a line being delivered, and a slow log function holds
+ * up only its own handle's I/O thread, never another client's. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -17,8 +19,13 @@
 
 #define SLOTS 64
 
-static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
-static zkr_client_t *slots[SLOTS];
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER; /* taking a slot */
+static zkr_client_t *slots[SLOTS];                              /* slots_mu and its slot_mu */
+#define M8 PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, \
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER
+static pthread_mutex_t slot_mu[SLOTS] = {M8, M8, M8, M8, M8, M8, M8, M8};
+#undef M8
 
 static const char *level_name(int level)
 {
@@ -26,8 +33,8 @@ static const char *level_name(int level)
     return level >= 0 && level <= 4 ? names[level] : "debug";
 }
 
-/* Deliver one line.  Caller holds slots_mu or owns c (no handle can be
- * closed under it). */
+/* Deliver one line.  Caller holds c's slot's mutex or owns c (no handle
+ * can be closed under it). */
 static void emit(zkr_client_t *c, int level, const char *source, const char *msg, int threshold)
 {
     if (level > threshold)
@@ -77,11 +84,11 @@ static void dispatch(int slot, const char *line)
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
-    pthread_mutex_lock(&slots_mu);
+    pthread_mutex_lock(&slot_mu[slot]);
     zkr_client_t *c = slots[slot];
     if (c)
         emit(c, level, "zookeeper", msg, c->zk_log_level >= 0 ? c->zk_log_level : c->log_level);
-    pthread_mutex_unlock(&slots_mu);
+    pthread_mutex_unlock(&slot_mu[slot]);
 }
 
 #define T(b, k)                                                                                          \
@@ -103,7 +110,9 @@ log_callback_fn zkr__log_slot_take(zkr_client_t *c, int *slot)
     *slot = -1;
     for (int i = 0; i < SLOTS; i++) {
         if (!slots[i]) {
+            pthread_mutex_lock(&slot_mu[i]);
             slots[i] = c;
+            pthread_mutex_unlock(&slot_mu[i]);
             *slot = i;
             break;
         }
@@ -121,6 +130,8 @@ void zkr__log_slot_give(int slot)
     if (slot < 0 || slot >= SLOTS)
         return;
     pthread_mutex_lock(&slots_mu);
+    pthread_mutex_lock(&slot_mu[slot]);
     slots[slot] = NULL;
+    pthread_mutex_unlock(&slot_mu[slot]);
     pthread_mutex_unlock(&slots_mu);
 }

@@ -225,16 +225,35 @@ int zkr__zh_usable(zkr_client_t *c, const zkr__zh_t *h)
 
 /* ---- the state machine, applied ---------------------------------------------------- */
 
+/* Append s to a ring of states; when it is full, the newest slot takes s,
+ * so that whoever is far behind ends up told where the client really is. */
+static void ring_push(zkr_state_t *ring, int head, int *n, zkr_state_t s)
+{
+    if (*n < ZKR__REPORT_MAX)
+        ring[(head + (*n)++) % ZKR__REPORT_MAX] = s;
+    else
+        ring[(head + ZKR__REPORT_MAX - 1) % ZKR__REPORT_MAX] = s;
+}
+
+/* A new state: the client thread applies it to the holds and acquires at
+ * once; the callback thread tells it to the listeners, however slow they
+ * are. */
 static void report_locked(zkr_client_t *c, zkr_state_t s)
 {
-    if (c->rep_n < ZKR__REPORT_MAX) {
-        c->reports[(c->rep_head + c->rep_n) % ZKR__REPORT_MAX] = s;
-        c->rep_n++;
-    } else {
-        /* Listeners are far behind: keep the newest state so they end up
-         * told where the client really is. */
-        c->reports[(c->rep_head + ZKR__REPORT_MAX - 1) % ZKR__REPORT_MAX] = s;
-    }
+    ring_push(c->applies, c->app_head, &c->app_n, s);
+    ring_push(c->reports, c->rep_head, &c->rep_n, s);
+    zkr__wake_locked(c);
+    zkr__wake_callbacks_locked(c);
+}
+
+int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s)
+{
+    if (c->app_n == 0)
+        return 0;
+    *s = c->applies[c->app_head];
+    c->app_head = (c->app_head + 1) % ZKR__REPORT_MAX;
+    c->app_n--;
+    return 1;
 }
 
 static void apply_locked(zkr_client_t *c, zkr__sm_effect_t e)
@@ -370,16 +389,45 @@ int64_t zkr__session_tick_locked(zkr_client_t *c)
 
 static void *closer_main(void *arg)
 {
-    zkr__handle_close(arg);
+    zkr__closer_t *cl = arg;
+    zkr__handle_close(cl->h);
+    atomic_store_explicit(&cl->done, 1, memory_order_release);
     return NULL;
+}
+
+/* Join the closers that have finished (a long-lived client that loses its
+ * session many times keeps no finished thread).  c->mu held. */
+static void join_finished_closers_locked(zkr_client_t *c)
+{
+    for (zkr__closer_t **p = &c->closers; *p;) {
+        zkr__closer_t *cl = *p;
+        if (!atomic_load_explicit(&cl->done, memory_order_acquire)) {
+            p = &cl->next;
+            continue;
+        }
+        *p = cl->next;
+        pthread_join(cl->thread, NULL); /* it has returned: no wait */
+        free(cl);
+    }
+}
+
+void zkr__session_join_closers(zkr_client_t *c)
+{
+    while (c->closers) {
+        zkr__closer_t *cl = c->closers;
+        c->closers = cl->next;
+        pthread_join(cl->thread, NULL);
+        free(cl);
+    }
 }
 
 /* zookeeper_close may wait a whole receive timeout for a stalled server,
  * so a retired handle is closed on a thread of its own: the client thread
- * must go on reporting the new session meanwhile.  zkr_client_close joins
- * these threads. */
+ * must go on reporting the new session meanwhile.  Finished closers are
+ * joined here; zkr_client_close joins the rest. */
 void zkr__session_close_retired_locked(zkr_client_t *c)
 {
+    join_finished_closers_locked(c);
     for (zkr__zh_t **p = &c->retired; *p;) {
         zkr__zh_t *h = *p;
         if (h->refs > 0) {
@@ -387,12 +435,15 @@ void zkr__session_close_retired_locked(zkr_client_t *c)
             continue;
         }
         zkr__zh_t *next = h->next_retired; /* h is the closer's from now on */
-        zkr__closer_t *cl = malloc(sizeof *cl);
-        if (cl && pthread_create(&cl->thread, NULL, closer_main, h) == 0) {
-            *p = next;
-            cl->next = c->closers;
-            c->closers = cl;
-            continue;
+        zkr__closer_t *cl = calloc(1, sizeof *cl);
+        if (cl) {
+            cl->h = h;
+            if (pthread_create(&cl->thread, NULL, closer_main, cl) == 0) {
+                *p = next;
+                cl->next = c->closers;
+                c->closers = cl;
+                continue;
+            }
         }
         free(cl);
         /* No thread to spare: close it here. */
@@ -402,4 +453,101 @@ void zkr__session_close_retired_locked(zkr_client_t *c)
         pthread_mutex_lock(&c->mu);
         p = &c->retired; /* the list may have changed meanwhile */
     }
+}
+
+/* Closer threads not yet joined (tests). */
+int zkr__session_closers(zkr_client_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int n = 0;
+    for (zkr__closer_t *cl = c->closers; cl; cl = cl->next)
+        n++;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+/* ---- a bounded read ---------------------------------------------------------------- */
+
+int zkr__awaited_init(zkr__awaited_t *a)
+{
+    return zkr__sync_init(&a->mu, &a->cond) == 0 ? 0 : -1;
+}
+
+void zkr__awaited_destroy(zkr__awaited_t *a)
+{
+    zkr__sync_destroy(&a->mu, &a->cond);
+}
+
+int zkr__awaited_answer(zkr__awaited_t *a, int rc)
+{
+    zkr__req_end(&a->req);
+    pthread_mutex_lock(&a->mu);
+    int abandoned = a->abandoned;
+    a->done = 1;
+    a->rc = rc;
+    pthread_cond_signal(&a->cond);
+    pthread_mutex_unlock(&a->mu);
+    return abandoned;
+}
+
+int zkr__awaited_wait(zkr__awaited_t *a, int64_t deadline)
+{
+    pthread_mutex_lock(&a->mu);
+    while (!a->done && zkr__cond_wait_until(&a->cond, &a->mu, deadline) != ETIMEDOUT)
+        ;
+    int done = a->done;
+    a->abandoned = !done;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+/* An exists awaited until a deadline. */
+typedef struct exists_op {
+    zkr__awaited_t aw; /* first */
+    struct Stat st;
+} exists_op_t;
+
+static void exists_op_free(exists_op_t *e)
+{
+    zkr__awaited_destroy(&e->aw);
+    free(e);
+}
+
+static void exists_done(int rc, const struct Stat *st, const void *data)
+{
+    exists_op_t *e = (exists_op_t *)data;
+    if (st && rc == ZOK)
+        e->st = *st; /* (read by the waiter only once done is set) */
+    if (zkr__awaited_answer(&e->aw, rc))
+        exists_op_free(e);
+}
+
+static void exists_closing(zkr__req_t *r)
+{
+    exists_done(ZCLOSING, NULL, r);
+}
+
+int zkr__zh_exists_until(zkr__zh_t *h, const char *path, int64_t deadline, struct Stat *st)
+{
+    exists_op_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return ZSYSTEMERROR;
+    if (zkr__awaited_init(&e->aw) != 0) {
+        free(e);
+        return ZSYSTEMERROR;
+    }
+    zkr__req_start(h, &e->aw.req, exists_closing);
+    int zrc = zoo_aexists(zkr__zh(h), path, 0, exists_done, e);
+    if (zrc != ZOK) {
+        zkr__req_end(&e->aw.req);
+        exists_op_free(e);
+        return zrc;
+    }
+    if (!zkr__awaited_wait(&e->aw, deadline))
+        return ZOPERATIONTIMEOUT; /* the completion frees it */
+    zrc = e->aw.rc;
+    if (zrc == ZOK)
+        *st = e->st;
+    exists_op_free(e);
+    return zkr__zh_answer(zkr__zh(h), zrc);
 }

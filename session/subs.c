@@ -1,4 +1,4 @@
-/* Subscriptions: watches whose events run a callback on the client thread
+/* Subscriptions: watches whose events run a callback on the callback thread
  * (revocation), and zkr__sub_post for completions that need the same.  The
  * watch context is the subscription's id, so an event that comes after
  * zkr__sub_remove is dropped.  Guarded by c->mu. */
@@ -51,7 +51,7 @@ void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path)
     else
         c->sev_head = e;
     c->sev_tail = e;
-    zkr__wake_locked(c);
+    zkr__wake_callbacks_locked(c);
     pthread_mutex_unlock(&c->mu);
 }
 

@@ -9,9 +9,10 @@
  * own delete, so a release wakes only the next waiter.
  *
  * The client tells each granted hold whether it is still safe.  States
- * change on the client thread (after the listeners of each connection
- * state) or on an outside deletion, except a hold's first state; the hold
- * listener is then told every state it has not been told.  The check after
+ * change on the client thread as soon as a connection state happens
+ * (however slow the listeners are), or on an outside deletion, except a
+ * hold's first state; the hold listener is then told, on the callback
+ * thread, every state it has not been told.  The check after
  * RECONNECTED (is our node still there, owned by our session?) is an
  * asynchronous exists, so a stalled server never holds up the client
  * thread.  Guarded by c->mu. */
@@ -33,6 +34,8 @@ struct zkr__track {
     uint64_t waiter;       /* the waiter to wake if it is deleted (0: none) */
     zkr_hold_state_t state; /* NONE until held */
     zkr_hold_state_t told; /* what the listener was last told (SAFE at grant) */
+    int doubt_untold;      /* it was IN_DOUBT since the listener was last
+                              told: told so first, even if SAFE again */
     zkr_hold_fn fn;
     void *ctx;
     int removed;           /* unlinked during its own callback: runner frees */
@@ -78,7 +81,7 @@ static void deleted_locked(zkr_client_t *c, zkr__track_t *t)
     if (t->held && t->state != ZKR_HOLD_LOST) {
         t->state = ZKR_HOLD_LOST;
         c->tracks_dirty = 1;
-        zkr__wake_locked(c);
+        zkr__wake_callbacks_locked(c);
         zkr__log(c, ZKR_LOG_WARN, "lock node %s was deleted by another session: hold LOST", t->path);
     }
     if (t->waiter && c->hooks)
@@ -217,7 +220,7 @@ void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ct
     t->state = initial_state_locked(c, t);
     if (t->state != t->told) {
         c->tracks_dirty = 1; /* the listener hears how the hold begins */
-        zkr__wake_locked(c);
+        zkr__wake_callbacks_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -297,7 +300,7 @@ static void verify_done(int rc, const struct Stat *st, const void *data)
          * RECONNECTED asks again */
         if (t->state != ZKR_HOLD_IN_DOUBT) {
             c->tracks_dirty = 1;
-            zkr__wake_locked(c);
+            zkr__wake_callbacks_locked(c);
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -351,9 +354,12 @@ void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s)
         }
         if (next != t->state) {
             t->state = next;
+            t->doubt_untold |= next == ZKR_HOLD_IN_DOUBT;
             c->tracks_dirty = 1;
         }
     }
+    if (c->tracks_dirty)
+        zkr__wake_callbacks_locked(c);
 }
 
 int zkr__tracks_notify_locked(zkr_client_t *c)
@@ -364,11 +370,17 @@ int zkr__tracks_notify_locked(zkr_client_t *c)
     int called = 0;
     for (;;) {
         zkr__track_t *t = c->tracks;
-        while (t && t->state == t->told)
+        while (t && t->state == t->told && !t->doubt_untold)
             t = t->next;
         if (!t)
             break;
+        /* States change at once, listeners are told in their turn: a
+         * doubt that has passed meanwhile is still told, before what
+         * followed it (LOST is told alone: it is final). */
         zkr_hold_state_t st = t->state;
+        if (t->doubt_untold && t->told != ZKR_HOLD_IN_DOUBT && st == ZKR_HOLD_SAFE)
+            st = ZKR_HOLD_IN_DOUBT;
+        t->doubt_untold = 0;
         t->told = st;
         if (!t->fn)
             continue;

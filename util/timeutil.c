@@ -61,6 +61,22 @@ static time_t time_t_max(void)
     return (time_t)(sizeof(time_t) >= sizeof(int64_t) ? INT64_MAX : INT32_MAX);
 }
 
+int zkr__sync_init(pthread_mutex_t *mu, pthread_cond_t *cond)
+{
+    int rc = pthread_mutex_init(mu, NULL);
+    if (rc != 0)
+        return rc;
+    if ((rc = zkr__cond_init(cond)) != 0)
+        pthread_mutex_destroy(mu);
+    return rc;
+}
+
+void zkr__sync_destroy(pthread_mutex_t *mu, pthread_cond_t *cond)
+{
+    pthread_cond_destroy(cond);
+    pthread_mutex_destroy(mu);
+}
+
 /* `cond` must have been set up by zkr__cond_init (monotonic clock).
  * Other pthread errors (EINVAL, EPERM: programming errors) are passed on. */
 int zkr__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline)

@@ -90,6 +90,12 @@ int64_t zkr__remaining_ms(int64_t deadline);
  * Returns 0 or an errno value. */
 int zkr__cond_init(pthread_cond_t *cond);
 
+/* A mutex and such a condition variable together: 0, or an errno value
+ * with neither left initialised. */
+int zkr__sync_init(pthread_mutex_t *mu, pthread_cond_t *cond);
+/* Destroy what zkr__sync_init made. */
+void zkr__sync_destroy(pthread_mutex_t *mu, pthread_cond_t *cond);
+
 /* Wait on cond until deadline (monotonic ms, INT64_MAX = no limit).
  * Returns 0 if woken (spuriously or not), ETIMEDOUT if the deadline passed. */
 int zkr__cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t deadline);

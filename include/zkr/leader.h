@@ -203,9 +203,8 @@ ZKR_EXTERN int zkr_latch_close(zkr_latch_t *l, zkr_latch_close_mode_t mode);
 
 /* Free the latch (closing it silently if it was started and not closed).
  * NULL is a no-op.  No thread may be inside a call on `l`.  Not from the
- * latch's own listener, nor from another callback of the client while
- * the latch's join is in progress: the latch is then left as it is (closed,
- * not freed) and an error is logged. */
+ * latch's own listener: the latch is then left as it is (closed, not
+ * freed) and an error is logged.  From any other callback it works. */
 ZKR_EXTERN void zkr_latch_free(zkr_latch_t *l);
 
 /* ---- LeaderSelector ------------------------------------------------------- */
@@ -283,7 +282,9 @@ ZKR_EXTERN int zkr_selector_guarded_write(zkr_selector_t *s, zkr_op_t *ops, size
 ZKR_EXTERN int zkr_selector_close(zkr_selector_t *s);
 
 /* Free (closing first if needed).  NULL is a no-op.  Not from the
- * callback. */
+ * selector's own callback or listener (where zkr_selector_close says
+ * ZKR_EDEADLK): the selector is then left as it is, not freed, and an
+ * error is logged. */
 ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
 
 /* ---- one term, asynchronously -------------------------------------------- */
