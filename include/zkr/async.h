@@ -3,7 +3,7 @@
  * (an id) at once, and have a completion function called later with the
  * same codes the blocking call returns.  Waiting costs no thread: the
  * acquire is a state machine driven by ZooKeeper's answers and watches and
- * by the client's own thread (deadlines, session events).
+ * by the client's callback thread (deadlines, session events).
  *
  * Where completions run (zkr_client_set_dispatch):
  *   ZKR_DISPATCH_LOOP (the default): on the thread that calls
@@ -14,8 +14,10 @@
  *       while (poll(&p, 1, -1) >= 0)
  *           zkr_client_dispatch(c);   // runs the pending completions here
  *
- *   ZKR_DISPATCH_THREAD: on the client's own thread (like listeners), for
- *     programs without a loop.  A completion must not block there.
+ *   ZKR_DISPATCH_THREAD: on the client's callback thread (like
+ *     listeners, in order with them: see zkr/client.h), for programs
+ *     without a loop.  A completion may block there: it delays only the
+ *     callbacks after it.
  * Completions never run inside zkr_*_acquire_async itself, never on
  * ZooKeeper's threads, and each runs exactly once for every acquire that
  * was started (zkr_*_acquire_async returned ZKR_OK).
@@ -31,7 +33,7 @@
  * with every process's acquires), also behind a hold of the same object
  * taken by a blocking call: it never re-enters or downgrades.  The lock
  * object's hold listener (as set when the acquire starts) is told the
- * hold's states, on the client thread, as for blocking holds.  Mutex holds
+ * hold's states, on the callback thread, as for blocking holds.  Mutex holds
  * granted asynchronously are not revocable.
  *
  * Lifetimes: a hold or lease stays valid after its lock object is freed
@@ -105,7 +107,7 @@ ZKR_EXTERN int zkr_async_cancel(zkr_client_t *c, uint64_t id);
 /* Where completions run (see above). */
 typedef enum zkr_dispatch_mode {
     ZKR_DISPATCH_LOOP = 0,  /* zkr_client_dispatch, on the caller's thread */
-    ZKR_DISPATCH_THREAD = 1 /* the client's own thread */
+    ZKR_DISPATCH_THREAD = 1 /* the client's callback thread */
 } zkr_dispatch_mode_t;
 
 /* Choose where completions run; may be changed at any time (completions

@@ -5,11 +5,32 @@
  * listeners.  After a session is LOST the client opens a new session by
  * itself and reports RECONNECTED when it is up.
  *
- * Threading: every function may be called from any thread.  Listeners run
- * one at a time, in registration order, on a thread owned by the client
- * (never on ZooKeeper's completion thread), so a listener may call any
- * library function, including zkr_client_remove_listener on itself, but
- * not zkr_client_close on its own client (ZKR_EDEADLK). */
+ * Threads (the one place that says which thread runs what):
+ *  - Every function may be called from any thread, callbacks included.
+ *  - Each client has two threads of its own.  The client thread keeps the
+ *    session: connection states, the LOST timer, a new session after LOST,
+ *    hold states, and every acquire's requests, deadline and end.  It
+ *    never runs the program's code (except zkr_log_fn).
+ *  - The callback thread runs every callback of the client, one at a
+ *    time, in the order the events happened: connection-state listeners
+ *    (in registration order), hold listeners (zkr_hold_fn), leadership
+ *    listeners (zkr_leader_fn), observers, revocation requests, and
+ *    completions in ZKR_DISPATCH_THREAD mode (zkr/async.h).  A selector's
+ *    take-leadership function runs on the selector's own thread.
+ *  - So a callback may call any library function, blocking ones with any
+ *    timeout included (an acquire, zkr_client_wait_connected): a slow or
+ *    blocked callback delays only the callbacks after it, never a state, a
+ *    timer, a new session, nor a hold's state as zkr_*_hold_state reads it
+ *    (a hold listener is told each state in its turn, a doubt already
+ *    passed included: IN_DOUBT, then SAFE).
+ *  - The calls that cannot work from a callback return ZKR_EDEADLK at
+ *    once: zkr_client_close on its own client, zkr_selector_close from the
+ *    selector's own callback or listener (and zkr_*_free of an object from
+ *    its own listener leaves it, logging an error).
+ *  - zkr_log_fn is the exception: see there.
+ * Every call that takes a timeout returns within it (plus at most 100 ms
+ * for answers in flight), whatever the link does; what a late answer
+ * makes on the server is deleted in the background. */
 #ifndef ZKR_CLIENT_H
 #define ZKR_CLIENT_H
 
@@ -241,10 +262,10 @@ ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void
  * to confirm the close.
  * Returns:
  *   ZKR_OK       closed (also for NULL, a no-op)
- *   ZKR_EDEADLK  called from a listener, hold listener or revocation
- *                function of this same client (they run on the client's
- *                thread, which close must join), or from the function
- *                zkr_client_with_handle runs: nothing was done
+ *   ZKR_EDEADLK  called from a callback of this same client (they run
+ *                on its callback thread, which close must join), or from
+ *                the function zkr_client_with_handle runs, or from a
+ *                completion being dispatched: nothing was done
  *   ZKR_ECLOSED  another thread is closing it already */
 ZKR_EXTERN int zkr_client_close(zkr_client_t *c);
 

@@ -47,7 +47,7 @@ typedef enum zkr_hold_state {
     ZKR_HOLD_LOST = 3
 } zkr_hold_state_t;
 
-/* Called on the client's thread whenever a hold changes state (SAFE ->
+/* Called on the client's callback thread whenever a hold changes state (SAFE ->
  * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
 typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
 

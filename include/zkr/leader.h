@@ -9,7 +9,7 @@
  *                   latch leads while its node is first; it stays in the
  *                   election (rejoining after a lost session, an outside
  *                   deletion or a vanished path) until zkr_latch_close.
- *                   No thread of its own: the client's thread runs it.
+ *                   No thread of its own: the client's callback thread runs it.
  *                   Nodes: "<path>/_c_<uuid>-latch-<seq>",
  *                   EPHEMERAL_SEQUENTIAL, data = the participant id (UTF-8).
  *   zkr_selector_t  Curator's LeaderSelector.  A mutex on the path
@@ -118,10 +118,10 @@ typedef enum zkr_leader_policy {
 } zkr_leader_policy_t;
 
 /* Told each change of leadership of a latch or selector, on the client's
- * thread, in order, never twice the same: is_leader 1 with the term's
- * fencing token, or 0 (token 0).  Must not block; may call the library
- * (not zkr_client_close, nor zkr_latch_free / zkr_selector_free on the
- * object it is told about). */
+ * callback thread, in order, never twice the same: is_leader 1 with the
+ * term's fencing token, or 0 (token 0).  May block (it delays only the
+ * callbacks after it) and may call the library (not zkr_client_close, nor
+ * zkr_latch_free / zkr_selector_free on the object it is told about). */
 typedef void (*zkr_leader_fn)(int is_leader, int64_t token, void *ctx);
 
 /* ---- LeaderLatch ---------------------------------------------------------- */
@@ -141,7 +141,7 @@ ZKR_EXTERN int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *pat
 ZKR_EXTERN int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy);
 ZKR_EXTERN int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx);
 
-/* Join the election (once): returns at once; the client's thread creates
+/* Join the election (once): returns at once; the client's callback thread creates
  * the node and takes part (a latch costs no thread of its own).  Returns
  * ZKR_OK, ZKR_EINVAL (l NULL), ZKR_ESTATE (started before, or closed),
  * ZKR_ECLOSED (the client is closing), ZKR_ENOMEM. */
@@ -193,7 +193,7 @@ typedef enum zkr_latch_close_mode {
  * once, its node is deleted (waiting at most ZKR_RELEASE_WAIT_MS; then in
  * the background), a join in progress is cancelled, zkr_latch_await
  * callers return ZKR_ESTATE.  After it returns the listener is not running
- * and will not run.  On the client's thread (from a listener: its own, or
+ * and will not run.  On the client's callback thread (from a listener: its own, or
  * another latch's, an observer, a state listener) it does not wait for
  * that thread: with NOTIFY_LEADER a "not leader" still to be told is told
  * within the call (from its own listener: a nested call; a term begun and
@@ -274,7 +274,7 @@ ZKR_EXTERN int zkr_selector_proclaim(zkr_selector_t *s, const char *value);
 ZKR_EXTERN int zkr_selector_guarded_write(zkr_selector_t *s, zkr_op_t *ops, size_t n);
 
 /* Leave: tell the callback to stop, wait for it to return, delete our
- * node, end the thread (on the client's thread: the listener as
+ * node, end the thread (on the client's callback thread: the listener as
  * zkr_latch_close tells it).  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (not
  * started, or closed already), ZKR_EDEADLK (called on the selector's own
  * thread, from the callback, or from its listener: nothing done; return
@@ -311,7 +311,7 @@ ZKR_EXTERN int zkr_hold_proclaim(zkr_hold_t *hold, const char *value);
 
 typedef struct zkr_observer zkr_observer_t;
 
-/* Told each change of leader on the client's thread: leader NULL when
+/* Told each change of leader on the client's callback thread: leader NULL when
  * nobody leads (or the path is gone), else the leader (valid during the
  * call only).  A change is a new leader node or a new value proclaimed
  * in it.  The first call tells the leader found at the start. */
@@ -320,7 +320,7 @@ typedef void (*zkr_observe_fn)(const zkr_participant_t *leader, void *ctx);
 /* Observe the election at `path`: one data watch on the leader's node (no
  * watch on the others, so no herd), a children watch on the path only
  * while nobody takes part, looking again after every reconnection.  The
- * observer's thread reads; fn runs on the client's thread.  Returns
+ * observer's thread reads; fn runs on the client's callback thread.  Returns
  * ZKR_OK, ZKR_EINVAL (NULL out, c or fn, bad path, unknown kind),
  * ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_observer_new(zkr_observer_t **out, zkr_client_t *c, const char *path, zkr_election_kind_t kind,

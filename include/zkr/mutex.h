@@ -72,7 +72,7 @@ ZKR_EXTERN int zkr_mutex_release(zkr_mutex_t *m);
  * otherwise (or m NULL). */
 ZKR_EXTERN int zkr_mutex_is_held(zkr_mutex_t *m);
 
-/* Hold notifications: fn is told (on the client's thread) when a hold of
+/* Hold notifications: fn is told (on the client's callback thread) when a hold of
  * this object becomes IN_DOUBT (connection down), SAFE again (same session,
  * node still ours) or LOST (session gone: another process may hold the lock
  * now).  Applies to holds taken after this call; fn NULL turns it off.
@@ -103,7 +103,7 @@ ZKR_EXTERN int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *cou
 /* Revocation (Curator's cooperative protocol).  A holder that accepts it is
  * told, through `fn`, when someone asks it to release; it decides what to do
  * (typically tell the holding thread to finish and release: release is per
- * thread).  fn runs on the client's thread, or inside zkr_mutex_acquire if
+ * thread).  fn runs on the client's callback thread, or inside zkr_mutex_acquire if
  * the request was already there when the hold began.  Applies to holds
  * taken after this call.  fn NULL turns it off.
  * Returns ZKR_OK, ZKR_EINVAL (m NULL). */
