@@ -41,7 +41,8 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     /* A node sent ahead for this very queue (the multi-lock's parts; a
      * semaphore's locks/ node). */
     zkr__strvec_t kids = {NULL, 0};
-    if (zkr__prefetch_take_offered(c, op->dir, op->drv, &op->node, &kids)) {
+    int dir_missing = 0;
+    if (zkr__prefetch_take_offered(c, op->dir, op->drv, &op->node, &kids, &dir_missing)) {
         op->phase = ZKR__PH_QUEUE;
         op->lsession = op->node.session;
         memcpy(op->uuid, op->node.uuid, sizeof op->uuid);
@@ -52,6 +53,7 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
             op->need_look = 1;
         }
     }
+    op->need_parents = dir_missing; /* the parents, then the create: one round trip */
     pthread_mutex_lock(&c->mu);
     int rc = zkr__aop_add_locked(c, op);
     if (rc != ZKR_OK) {
@@ -96,9 +98,9 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     return rc;
 }
 
-int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, int64_t deadline,
-                       zkr__node_t *out)
+int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__hold_listener_t hold,
+                       int64_t deadline, zkr__node_t *out)
 {
-    zkr__async_target_t t = {.c = c, .dir = dir, .drv = drv};
+    zkr__async_target_t t = {.c = c, .dir = dir, .drv = drv, .hold = hold};
     return zkr__acquire(&t, deadline, out);
 }

@@ -93,9 +93,6 @@ struct zkr__aop {
     int max;
     zkr_hold_fn hfn;
     void *hctx;
-    int track_on_grant;        /* asynchronous: the grant starts the hold's
-                                  tracking (a blocking caller's recipe
-                                  does it) */
     atomic_int *speculate;     /* c->mu: semaphore, fixed count: send the
                                   lease ahead while locks/ was last found
                                   free (the object's; NULL once forgotten) */
@@ -132,6 +129,7 @@ struct zkr__aop {
                                   is in flight */
     int ending;                /* failed with end_rc, its deletes awaited */
     int end_rc;
+    int64_t end_by;            /* ... until then at the most */
     int timed;                 /* counted in c->aops_timed (an acquire
                                   until it ends) */
     int taken, delivered;
@@ -177,6 +175,10 @@ void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look);
 void zkr__aop_raise_fd_locked(zkr_client_t *c);
 void zkr__aop_lower_fd_locked(zkr_client_t *c);
 void zkr__news_clear(zkr__news_t *nw);
+/* Answers of a batch that come one by one are parked in op->parked until
+ * the last one (park), then decided on together (unpark: into nw). */
+void zkr__news_park(zkr__aop_t *op, zkr__news_t *nw);
+void zkr__news_unpark(zkr__aop_t *op, zkr__news_t *nw);
 /* 1 if nw has something to step on (a look only if not finished). */
 int zkr__news_any(const zkr__news_t *nw, int finished);
 void zkr__aop_free(zkr__aop_t *op);
@@ -205,7 +207,6 @@ int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op);
 /* c->mu held (they take op->mu); asynchronous calls only. */
 void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op);
-void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first);
 /* Recovery: list the stage's directory (plain), or look at our node. */
 void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op);

@@ -335,6 +335,25 @@ static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
     sent_all_locked(c, op);
 }
 
+/* The stage's directory and its ancestors as containers (each "exists" is
+ * fine), counted in flight.  c->mu and op->mu held. */
+static void send_parents_inner_locked(zkr_client_t *c, zkr__aop_t *op)
+{
+    zhandle_t *zh = current_locked(c, op);
+    char *dir = strdup(zkr__aop_stage_dir(op));
+    size_t n = dir ? strlen(dir) : 0;
+    for (size_t i = 1; zh && i <= n; i++) {
+        if (dir[i] != '/' && dir[i] != '\0')
+            continue;
+        char saved = dir[i];
+        dir[i] = '\0';
+        if (zoo_acreate(zh, dir, "", 0, zkr__client_acl(c), ZOO_CONTAINER, parent_done, op) == ZOK)
+            op->inflight++;
+        dir[i] = saved;
+    }
+    free(dir);
+}
+
 void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
 {
     char *path = NULL;
@@ -345,11 +364,19 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
     free(op->cpath);
     op->cpath = path;
     int spec = !op->in_lease && op->speculate && atomic_load(op->speculate);
-    if (!path)
+    /* The directory is missing: its parents, then the create and its
+     * listing right behind them, one batch (one round trip, in order on
+     * the session), all direct. */
+    int parents = op->need_parents;
+    op->need_parents = 0;
+    if (!path) {
         create_local_locked(c, op, ZSYSTEMERROR);
-    else if (op->in_lease || spec)
+    } else if (op->in_lease || spec || parents) {
+        if (parents)
+            send_parents_inner_locked(c, op);
         send_create_direct_locked(c, op, spec);
-    if (!path || op->in_lease || spec) {
+    }
+    if (!path || op->in_lease || spec || parents) {
         pthread_mutex_unlock(&op->mu);
         pthread_mutex_unlock(&c->mu);
         return;
@@ -437,26 +464,8 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
     pthread_mutex_unlock(&op->mu);
 }
 
-void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
-{
-    pthread_mutex_lock(&op->mu);
-    zhandle_t *zh = current_locked(c, op);
-    char *dir = strdup(zkr__aop_stage_dir(op));
-    size_t n = dir ? strlen(dir) : 0;
-    for (size_t i = 1; zh && i <= n; i++) {
-        if (dir[i] != '/' && dir[i] != '\0')
-            continue;
-        char saved = dir[i];
-        dir[i] = '\0';
-        if (zoo_acreate(zh, dir, "", 0, zkr__client_acl(c), ZOO_CONTAINER, parent_done, op) == ZOK)
-            op->inflight++;
-        dir[i] = saved;
-    }
-    free(dir);
-    op->nw.parents = 1; /* also when nothing could be sent: look again */
-    sent_all_locked(c, op);
-    pthread_mutex_unlock(&op->mu);
-}
+
+
 
 /* The data watch on the one node the driver names (wpath, taken); `first`:
  * that node is first in the order (next in line). */

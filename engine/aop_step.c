@@ -52,10 +52,16 @@ static void fail(zkr_client_t *c, zkr__aop_t *op, int rc)
         lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
     pthread_mutex_lock(&c->mu);
     int n = !!op->lease.path + !!op->node.path;
-    int await = op->waited && n > 0 && !c->closing;
+    /* Awaited only while the nodes' session lives (else they are gone,
+     * or go, with it), and at most as long as a blocking release waits. */
+    int64_t sess = op->lease.path ? op->lease.session : op->node.session;
+    int live = c->have_session && c->session_id == sess && c->sm.state != ZKR_STATE_LOST;
+    int await = op->waited && n > 0 && !c->closing && live;
     if (await) {
         op->ending = 1;
         op->end_rc = rc;
+        int64_t by = zkr__deadline(ZKR_RELEASE_WAIT_MS);
+        op->end_by = zkr__hard_deadline(op->deadline) < by ? zkr__hard_deadline(op->deadline) : by;
         pthread_mutex_lock(&op->mu);
         op->end_pending = n; /* before any answer can count down */
         pthread_mutex_unlock(&op->mu);
@@ -228,10 +234,14 @@ static void grant(zkr_client_t *c, zkr__aop_t *op)
      * next request on this session is ordered after it. */
     if (op->sem)
         zkr__node_delete_nowait(c, &op->node);
-    /* (its track may still name this acquire as its waiter: a wake of an
-     * acquire that has ended is ignored) */
-    if (op->track_on_grant)
-        zkr__node_track(c, n, op->hfn, op->hctx);
+    /* The hold begins here, for every kind of caller: tracked with the
+     * object's hold listener (none if the caller has given up: the grant
+     * is undone on delivery).  (Its track may still name this acquire as
+     * its waiter: a wake of an acquire that has ended is ignored.) */
+    pthread_mutex_lock(&c->mu);
+    int cancelled = op->cancel;
+    pthread_mutex_unlock(&c->mu);
+    zkr__node_track(c, n, cancelled ? NULL : op->hfn, op->hctx);
     pthread_mutex_lock(&c->mu);
     op->granted = *n;
     memset(n, 0, sizeof *n);
@@ -333,61 +343,8 @@ static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int us
     return 0;
 }
 
-/* Answers kept until the rest of the batch is answered. */
-static void park(zkr__aop_t *op, zkr__news_t *nw)
-{
-    zkr__news_t *p = &op->parked;
-    if (nw->listed) {
-        zkr__strvec_free(&p->kids);
-        p->kids = nw->kids;
-        p->listed = 1;
-        p->list_rc = nw->list_rc;
-        nw->kids.v = NULL;
-        nw->kids.n = 0;
-    }
-    if (nw->counted) {
-        p->counted = 1;
-        p->count_rc = nw->count_rc;
-        p->count = nw->count;
-    }
-    if (nw->existed) {
-        p->existed = 1;
-        p->exists_rc = nw->exists_rc;
-        p->ex_czxid = nw->ex_czxid;
-        p->ex_owner = nw->ex_owner;
-    }
-    p->look |= nw->look;
-    p->gone_first |= nw->gone_first;
-}
-
-static void unpark(zkr__aop_t *op, zkr__news_t *nw)
-{
-    zkr__news_t *p = &op->parked;
-    if (p->listed && !nw->listed) {
-        nw->listed = 1;
-        nw->list_rc = p->list_rc;
-        nw->kids = p->kids;
-        p->kids.v = NULL;
-        p->kids.n = 0;
-    }
-    if (p->counted && !nw->counted) {
-        nw->counted = 1;
-        nw->count_rc = p->count_rc;
-        nw->count = p->count;
-    }
-    if (p->existed && !nw->existed) {
-        nw->existed = 1;
-        nw->exists_rc = p->exists_rc;
-        nw->ex_czxid = p->ex_czxid;
-        nw->ex_owner = p->ex_owner;
-    }
-    nw->look |= p->look;
-    nw->gone_first |= p->gone_first;
-    zkr__news_clear(p);
-}
-
 /* What the news says went wrong, if anything (also: what to look at again). */
-static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc)
+static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc, int create_pending)
 {
     if (nw->listed && nw->list_rc != ZOK && nw->list_rc != ZNONODE) {
         if (rc == 0 && zkr__zk_class(nw->list_rc) == ZKR__ZC_FINAL && nw->list_rc != ZSYSTEMERROR)
@@ -407,7 +364,10 @@ static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc)
     }
     if (nw->look)
         op->need_look = 1;
-    if (nw->parents && nw->parents_rc != ZOK && zkr__zk_class(nw->parents_rc) == ZKR__ZC_FINAL)
+    /* (a parent refused, but the create behind it made our node: a parent
+     * that exists may refuse us its creation, ZNOAUTH before "exists") */
+    if (nw->parents && nw->parents_rc != ZOK && zkr__zk_class(nw->parents_rc) == ZKR__ZC_FINAL &&
+        !(nw->created && nw->create_rc == ZOK) && !create_pending)
         rc = rc ? rc : zkr__zk_error(nw->parents_rc);
     return rc;
 }
@@ -420,6 +380,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     memset(&op->nw, 0, sizeof op->nw);
     int finished = op->finished;
     int inflight = op->inflight;
+    int create_pending = op->create_inflight;
     pthread_mutex_unlock(&op->mu);
     int cancel = op->cancel;
     int expired = op->expired;
@@ -429,7 +390,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     int64_t session = c->session_id;
     int lost_state = c->sm.state == ZKR_STATE_LOST;
     pthread_mutex_unlock(&c->mu);
-    unpark(op, &nw);
+    zkr__news_unpark(op, &nw);
 
     if (finished) {
         cleanup_news(c, op, &nw);
@@ -455,7 +416,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         if (nw.created && nw.create_rc != ZOK)
             spec_drop(c, op); /* no locks/ node: the lease was not made under it */
     }
-    rc = news_errors(op, &nw, rc);
+    rc = news_errors(op, &nw, rc, create_pending);
 
     const zkr__node_t *mine = op->in_lease ? &op->lease : &op->node;
     if (rc == 0 && cancel)
@@ -475,7 +436,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         return;
     }
     if (inflight > 0) {
-        park(op, &nw); /* the rest of the answers come: decide on all of them */
+        zkr__news_park(op, &nw); /* the rest of the answers come: decide on all of them */
         zkr__news_clear(&nw);
         return;
     }
@@ -570,14 +531,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         }
         if (!usable)
             return; /* a state delivered brings us back */
-        if (op->need_parents) {
-            op->need_parents = 0;
-            pthread_mutex_lock(&c->mu);
-            zkr__aop_send_parents_locked(c, op);
-            pthread_mutex_unlock(&c->mu);
-            return;
-        }
-        zkr__aop_send_create(c, op);
+        zkr__aop_send_create(c, op); /* (the parents first if need_parents) */
         return;
     }
     if (!can_wait) {

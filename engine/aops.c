@@ -77,6 +77,69 @@ int zkr__news_any(const zkr__news_t *nw, int finished)
            nw->slisted || ((nw->look || nw->gone_first) && !finished);
 }
 
+/* Answers kept until the rest of the batch is answered. */
+void zkr__news_park(zkr__aop_t *op, zkr__news_t *nw)
+{
+    zkr__news_t *p = &op->parked;
+    if (nw->listed) {
+        zkr__strvec_free(&p->kids);
+        p->kids = nw->kids;
+        p->listed = 1;
+        p->list_rc = nw->list_rc;
+        nw->kids.v = NULL;
+        nw->kids.n = 0;
+    }
+    if (nw->counted) {
+        p->counted = 1;
+        p->count_rc = nw->count_rc;
+        p->count = nw->count;
+    }
+    if (nw->existed) {
+        p->existed = 1;
+        p->exists_rc = nw->exists_rc;
+        p->ex_czxid = nw->ex_czxid;
+        p->ex_owner = nw->ex_owner;
+    }
+    if (nw->parents) {
+        p->parents = 1;
+        if (nw->parents_rc != ZOK && p->parents_rc == ZOK)
+            p->parents_rc = nw->parents_rc;
+    }
+    p->look |= nw->look;
+    p->gone_first |= nw->gone_first;
+}
+
+void zkr__news_unpark(zkr__aop_t *op, zkr__news_t *nw)
+{
+    zkr__news_t *p = &op->parked;
+    if (p->listed && !nw->listed) {
+        nw->listed = 1;
+        nw->list_rc = p->list_rc;
+        nw->kids = p->kids;
+        p->kids.v = NULL;
+        p->kids.n = 0;
+    }
+    if (p->counted && !nw->counted) {
+        nw->counted = 1;
+        nw->count_rc = p->count_rc;
+        nw->count = p->count;
+    }
+    if (p->existed && !nw->existed) {
+        nw->existed = 1;
+        nw->exists_rc = p->exists_rc;
+        nw->ex_czxid = p->ex_czxid;
+        nw->ex_owner = p->ex_owner;
+    }
+    if (p->parents) {
+        nw->parents = 1;
+        if (nw->parents_rc == ZOK)
+            nw->parents_rc = p->parents_rc;
+    }
+    nw->look |= p->look;
+    nw->gone_first |= p->gone_first;
+    zkr__news_clear(p);
+}
+
 void zkr__aop_free(zkr__aop_t *op)
 {
     zkr__news_clear(&op->nw);

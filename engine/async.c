@@ -70,7 +70,15 @@ static int64_t run_locked(zkr_client_t *c)
         int inflight = op->inflight + op->end_pending;
         pthread_mutex_unlock(&op->mu);
         int64_t due;
-        if (inflight > 0) {
+        if (op->ending) {
+            /* its deletes awaited until end_by */
+            due = op->end_by;
+            if (due <= now) {
+                op->expired = 1;
+                zkr__aop_wake_locked(c, op, 0);
+                continue;
+            }
+        } else if (inflight > 0) {
             /* Its answers are awaited until the grace is over; then it
              * ends whatever is in flight (a stalled link never holds a
              * caller past its limit). */
@@ -270,7 +278,6 @@ int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr
     if (!op)
         return ZKR_ENOMEM;
     op->done = *done;
-    op->track_on_grant = 1;
     pthread_mutex_lock(&c->mu);
     int rc = zkr__aop_add_locked(c, op);
     if (rc != ZKR_OK) {

@@ -55,8 +55,8 @@ struct zkr__async_done {
  * flight (then ZKR_ETIMEDOUT, and what its requests made is deleted when
  * they are answered).  The thread's offered prefetch for this
  * very queue (zkr__prefetch_offer), if any, gives the node and its first
- * listing.  Returns ZKR_OK (*out: the granted node, tracked but without a
- * hold listener: the caller calls zkr__node_track), ZKR_ETIMEDOUT,
+ * listing.  Returns ZKR_OK (*out: the granted node, its hold begun with
+ * t->hold as its listener, as for every acquire), ZKR_ETIMEDOUT,
  * ZKR_ECLOSED, ZKR_ESESSIONLOST (our node went with the session),
  * ZKR_EDELETED (someone else deleted it), ZKR_ENOMEM, ZKR_ENOAUTH,
  * ZKR_ENONODE, ZKR_EBADDATA (a shared count that is not one),
@@ -64,9 +64,10 @@ struct zkr__async_done {
  * under way in the background). */
 int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *out);
 
-/* zkr__acquire on a queue (a lock kind's directory and driver). */
-int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, int64_t deadline,
-                       zkr__node_t *out);
+/* zkr__acquire on a queue (a lock kind's directory and driver), the hold
+ * told to `hold`. */
+int zkr__queue_acquire(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__hold_listener_t hold,
+                       int64_t deadline, zkr__node_t *out);
 
 /* Start an acquire.  Returns ZKR_OK (*id set if id is not NULL),
  * ZKR_ENOMEM, ZKR_ECLOSED. */

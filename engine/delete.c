@@ -198,6 +198,13 @@ int zkr__deletes_defer_end(void)
     return zkr__deletes_defer_end_by(zkr__deadline(ZKR_RELEASE_WAIT_MS));
 }
 
+int zkr__deletes_defer_end_within(int64_t deadline)
+{
+    int64_t by = zkr__hard_deadline(deadline);
+    int64_t soon = zkr__deadline(ZKR__DEADLINE_GRACE_MS);
+    return zkr__deletes_defer_end_by(by > soon ? by : soon);
+}
+
 int zkr__deletes_defer_end_by(int64_t by)
 {
     defer_list_t l = deferred;

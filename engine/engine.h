@@ -117,9 +117,14 @@ void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn
  * time are settled in the background. */
 void zkr__deletes_defer_begin(void);
 int zkr__deletes_defer_end(void);
-/* The same, the answers awaited until `by` at the most (a caller's time
- * limit). */
+/* The same, the answers awaited until `by` at the most. */
 int zkr__deletes_defer_end_by(int64_t by);
+/* The roll-back of a failed acquire (the multi-lock's parts, a
+ * semaphore's leases): the answers awaited within the call's time limit
+ * (its deadline and the grace), and at least a round trip's grace, so
+ * that a try that failed leaves nothing behind on a working link; then in
+ * the background. */
+int zkr__deletes_defer_end_within(int64_t deadline);
 
 /* A node created ahead of its acquire, so that the multi-lock sends the
  * creates (and listings) of all its parts at once.  start_all sends them
@@ -145,9 +150,10 @@ void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);
 
 /* The node offered (zkr__prefetch_offer) for this very queue, if any: 1 if
- * taken (the caller owns *out and *kids), else 0. */
+ * taken (the caller owns *out and *kids), else 0 (*dir_missing: the offered
+ * create found no directory: make it first). */
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
-                               zkr__strvec_t *kids);
+                               zkr__strvec_t *kids, int *dir_missing);
 
 /* The sorted children of dir as full paths.  Missing dir -> empty list.
  * Returns ZKR_OK, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
@@ -218,6 +224,9 @@ void zkr__create_op_forget(zkr__create_op_t *op);
  * on a stalled one the call returns within timeout + this. */
 #define ZKR__DEADLINE_GRACE_MS 100
 /* deadline + ZKR__DEADLINE_GRACE_MS (INT64_MAX stays). */
-int64_t zkr__hard_deadline(int64_t deadline);
+static inline int64_t zkr__hard_deadline(int64_t deadline)
+{
+    return deadline > INT64_MAX - ZKR__DEADLINE_GRACE_MS ? INT64_MAX : deadline + ZKR__DEADLINE_GRACE_MS;
+}
 
 #endif

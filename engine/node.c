@@ -39,11 +39,6 @@ int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out
 
 /* ---- create, with the listing pipelined behind it ---------------------------- */
 
-int64_t zkr__hard_deadline(int64_t deadline)
-{
-    return deadline > INT64_MAX - ZKR__DEADLINE_GRACE_MS ? INT64_MAX : deadline + ZKR__DEADLINE_GRACE_MS;
-}
-
 void zkr__create_op_free(zkr__create_op_t *op)
 {
     if (!op)

@@ -22,6 +22,7 @@ struct zkr__prefetch {
     zkr__create_op_t *op;  /* until it is answered or given up */
     int sent;              /* zkr__prefetch_start_all: on its way */
     int finished;
+    int dir_missing;       /* the create found no directory */
     zkr__node_t node;      /* ours until an acquire takes it */
     zkr__strvec_t kids;
 };
@@ -140,6 +141,7 @@ int zkr__prefetch_finish(zkr__prefetch_t *p, int64_t deadline)
             if (zkr__track_add(p->c, p->node.path, p->node.session, 0, &p->node.track) != ZKR_OK)
                 zkr__node_delete_nowait(p->c, &p->node);
         } else if (answered) {
+            p->dir_missing = op->create_rc == ZNONODE;
             zkr__create_op_forget(op); /* a lost reply's node goes by its prefix */
         }
     }
@@ -185,12 +187,15 @@ static int prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *ki
 
 /* The node offered for this very queue, if any (taken: the caller owns it). */
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
-                        zkr__strvec_t *kids)
+                               zkr__strvec_t *kids, int *dir_missing)
 {
     zkr__prefetch_t *p = offered;
+    *dir_missing = 0;
     if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
         return 0;
     offered = NULL;
-    return prefetch_take(p, out, kids);
+    int taken = prefetch_take(p, out, kids);
+    *dir_missing = !taken && p->dir_missing;
+    return taken;
 }
 

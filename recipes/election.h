@@ -69,7 +69,9 @@ typedef struct zkr__seat {
     pthread_t thread;
     int started, closing, closed, exited;
     int attempts;             /* failed joins in a row */
-    int leader;               /* the recipe's: leading now */
+    int leader;               /* the recipe's: granted and told it leads */
+    int doubt_leads;          /* IN_DOUBT still leads (the latch's session
+                                 policy) */
     zkr__node_t node;         /* our node while we hold it */
 } zkr__seat_t;
 /* Returns ZKR_OK, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_ECLOSED. */
@@ -91,7 +93,13 @@ void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline);
  * s->node, tracked (its state changes wake the thread).  Returns the
  * codes of zkr__acquire. */
 int zkr__seat_take(zkr__seat_t *s);
-/* Leading now: the recipe says so and the client is not closed.  mu held. */
+/* Whether a hold in state st leads (SAFE; IN_DOUBT under the session
+ * policy). */
+int zkr__seat_state_leads(const zkr__seat_t *s, zkr_hold_state_t st);
+/* Leading now: the one place that decides it.  The recipe was granted the
+ * node (first in line) and told it leads, and the node's hold state, read
+ * now (it changes on the client thread at once, before any callback runs),
+ * still leads; LOST once the client closes.  mu held. */
 int zkr__seat_leading_locked(zkr__seat_t *s);
 /* The hold's state (LOST once the client closes).  mu held. */
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s);

@@ -1,9 +1,10 @@
 /* The leader latch (Curator LeaderLatch): a seat in the election that
  * queues with a "latch-" node carrying the id, as an asynchronous acquire
  * on the one machine (no thread of its own: the acquire's end and the
- * node's hold states come on the client thread), leads while the node is
- * first and its hold stands (IN_DOUBT counts as not leading under the
- * standard policy), and rejoins with a new node when the hold is lost
+ * node's hold states come on the callback thread), leads while the node
+ * is first and its hold stands (IN_DOUBT counts as not leading under the
+ * standard policy: zkr__seat_leading_locked decides, reading the hold's
+ * state as it is now), and rejoins with a new node when the hold is lost
  * (session gone, node or path deleted), until close. */
 #include "config.h"
 
@@ -14,7 +15,6 @@
 
 struct zkr_latch {
     zkr__seat_t seat;
-    zkr_leader_policy_t policy; /* seat.mu */
     int notify_on_close;        /* seat.mu */
     int acquiring;              /* seat.mu: an acquire started, not yet ended */
 };
@@ -46,7 +46,7 @@ int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy)
     pthread_mutex_lock(&l->seat.mu);
     int rc = l->seat.started ? ZKR_ESTATE : ZKR_OK;
     if (rc == ZKR_OK)
-        l->policy = policy;
+        l->seat.doubt_leads = policy == ZKR_LEADER_POLICY_SESSION;
     pthread_mutex_unlock(&l->seat.mu);
     return rc;
 }
@@ -57,20 +57,20 @@ int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx)
 }
 
 /* The latch has no thread of its own: it queues with an acquire on the
- * one machine, delivered on the client thread (on_client), and its node's
- * hold states come there too; both look at the latch here. */
+ * one machine, delivered on the callback thread (on_client), and its
+ * node's hold states are told there too; both look at the latch here. */
 static void rejoin_locked(zkr_latch_t *l, int64_t delay_ms);
 
-/* Our node's state decides: lead (told), or, once the hold is lost, give
- * the node up and join again.  seat.mu held; the client thread (or the
- * closing one). */
+/* Our node's state decides what is told: lead, or, once the hold is lost,
+ * give the node up and join again.  seat.mu held; the callback thread (or
+ * the closing one). */
 static void look_locked(zkr_latch_t *l)
 {
     zkr__seat_t *s = &l->seat;
     if (!s->node.path || s->closing)
         return;
     zkr_hold_state_t st = zkr__seat_state_locked(s);
-    int lead = st == ZKR_HOLD_SAFE || (st == ZKR_HOLD_IN_DOUBT && l->policy == ZKR_LEADER_POLICY_SESSION);
+    int lead = zkr__seat_state_leads(s, st);
     if (lead != s->leader) {
         s->leader = lead;
         zkr__tell_locked(&s->tell, lead, lead ? s->node.czxid : 0);
@@ -87,7 +87,7 @@ static void look_locked(zkr_latch_t *l)
         rejoin_locked(l, 0);
 }
 
-/* The hold's state changed (client thread). */
+/* The hold's state changed (callback thread). */
 static void latch_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
 {
     (void)state;
@@ -98,7 +98,7 @@ static void latch_hold_fn(zkr_hold_state_t state, const char *node_path, void *c
     pthread_mutex_unlock(&l->seat.mu);
 }
 
-/* The acquire ended (client thread, or the thread closing the client). */
+/* The acquire ended (callback thread, or the thread closing the client). */
 static void latch_deliver(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async_done_t *d)
 {
     zkr_latch_t *l = d->ctx;

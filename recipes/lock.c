@@ -249,16 +249,11 @@ int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
     if (rc != ZKR_OK) {
         for (size_t j = i + 1; pf && j < ml->n; j++)
             zkr__prefetch_free(pf[j]);
-        /* The parts taken go back together, their answers awaited within
-         * the call's time limit (at least a round trip's grace: a try that
-         * failed leaves nothing behind on a working link), then in the
-         * background. */
+        /* The parts taken go back together, within the time limit. */
         zkr__deletes_defer_begin();
         while (i-- > 0)
             zkr_lock_release(ml->parts[i]);
-        int64_t by = zkr__hard_deadline(deadline);
-        int64_t soon = zkr__deadline(ZKR__DEADLINE_GRACE_MS);
-        zkr__deletes_defer_end_by(by > soon ? by : soon);
+        zkr__deletes_defer_end_within(deadline);
     }
     free(pf);
     return rc;

@@ -217,11 +217,7 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         free(h);
         return rc;
     }
-    rc = zkr__queue_acquire(m->c, m->path, &mutex_driver, deadline, &h->node);
-    if (rc == ZKR_OK && zkr__node_track(m->c, &h->node, hfn, hctx) != ZKR_OK) {
-        zkr__node_delete(m->c, &h->node);
-        rc = ZKR_ENOMEM;
-    }
+    rc = zkr__queue_acquire(m->c, m->path, &mutex_driver, (zkr__hold_listener_t){hfn, hctx}, deadline, &h->node);
     revoke_watch_t *rw = NULL;
     if (rc == ZKR_OK && rfn && !(rw = revoke_new(m, h->node.path, rfn, rctx))) {
         zkr__node_delete(m->c, &h->node);

@@ -163,12 +163,14 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             zkr__node_delete(l->c, &h->node);
             rc = ZKR_ESESSIONLOST;
         }
+        /* (a named node, not an acquire: its hold begins here) */
+        if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
+            zkr__node_delete(l->c, &h->node);
+            rc = ZKR_ENOMEM;
+        }
     } else {
-        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver, deadline, &h->node);
-    }
-    if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
-        zkr__node_delete(l->c, &h->node);
-        rc = ZKR_ENOMEM;
+        rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver,
+                                (zkr__hold_listener_t){hfn, hctx}, deadline, &h->node);
     }
     zkr__client_leave(l->c);
     free(write_path);

@@ -117,12 +117,8 @@ int zkr__seat_take(zkr__seat_t *s)
     if (rc != ZKR_OK)
         return rc;
     zkr__async_target_t t = {.c = s->c, .dir = s->path, .drv = s->drv, .owner = s, .data = s->data,
-                             .data_len = (int)strlen(s->data)};
+                             .data_len = (int)strlen(s->data), .hold = {seat_hold_fn, s}};
     rc = zkr__acquire(&t, INT64_MAX, &node); /* zkr__seat_close cancels it */
-    if (rc == ZKR_OK && zkr__node_track(s->c, &node, seat_hold_fn, s) != ZKR_OK) {
-        zkr__node_delete(s->c, &node);
-        rc = ZKR_ENOMEM;
-    }
     zkr__client_leave(s->c);
     if (rc == ZKR_OK) {
         pthread_mutex_lock(&s->mu);
@@ -133,9 +129,15 @@ int zkr__seat_take(zkr__seat_t *s)
     return rc;
 }
 
+int zkr__seat_state_leads(const zkr__seat_t *s, zkr_hold_state_t st)
+{
+    return st == ZKR_HOLD_SAFE || (st == ZKR_HOLD_IN_DOUBT && s->doubt_leads);
+}
+
 int zkr__seat_leading_locked(zkr__seat_t *s)
 {
-    return s->leader && !zkr__seat_client_closed(s); /* its session ends with the client */
+    /* (its session ends with the client: LOST then) */
+    return s->leader && zkr__seat_state_leads(s, zkr__seat_state_locked(s));
 }
 
 zkr_hold_state_t zkr__seat_state_locked(zkr__seat_t *s)

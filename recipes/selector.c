@@ -188,7 +188,7 @@ int zkr_selector_has_leadership(zkr_selector_t *s)
     if (!s)
         return 0;
     pthread_mutex_lock(&s->seat.mu);
-    int lead = s->seat.leader && zkr__seat_state_locked(&s->seat) == ZKR_HOLD_SAFE;
+    int lead = zkr__seat_leading_locked(&s->seat);
     pthread_mutex_unlock(&s->seat.mu);
     return lead;
 }

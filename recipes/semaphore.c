@@ -138,10 +138,6 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     int rc = zkr__acquire(&t, deadline, &node);
     if (rc != ZKR_OK)
         return rc;
-    if (zkr__node_track(c, &node, t.hold.fn, t.hold.ctx) != ZKR_OK) {
-        zkr__node_delete(c, &node);
-        return ZKR_ENOMEM;
-    }
     zkr_lease_t *l = zkr__lease_wrap(c, &node);
     if (!l) {
         zkr__node_delete(c, &node);
@@ -178,7 +174,10 @@ int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms, zk
     for (size_t i = 0; i < n && rc == ZKR_OK; i++)
         rc = acquire_one(s, deadline, &leases[i]);
     if (rc != ZKR_OK) {
+        /* The leases taken go back together, within the time limit. */
+        zkr__deletes_defer_begin();
         zkr_lease_return_all(leases, n);
+        zkr__deletes_defer_end_within(deadline);
         for (size_t i = 0; i < n; i++)
             leases[i] = NULL;
     }

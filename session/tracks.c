@@ -214,6 +214,7 @@ int64_t zkr__tracks_watch_locked(zkr_client_t *c)
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
 {
     pthread_mutex_lock(&c->mu);
+    zkr__session_process_locked(c); /* the hold begins in the state the C client knows */
     t->fn = fn;
     t->ctx = ctx;
     t->held = 1;

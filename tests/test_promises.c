@@ -522,6 +522,33 @@ static void test_wait_connected(void)
     zkt_proxy_stop(px);
 }
 
+/* zkr_client_open with a connect timeout on a stalled link: it returns
+ * within the timeout, and nothing of it is left (its handle closed). */
+static void test_open_stalled(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    zkr_client_options_t opt;
+    zkr_client_options_init(&opt);
+    opt.session_timeout_ms = SESSION_MS;
+    opt.connect_timeout_ms = 500;
+    zkr_client_t *c = NULL;
+    int64_t t0 = zkt_now_ms();
+    int rc = zkr_client_open(&c, zkt_proxy_hosts(px), &opt);
+    int64_t took = zkt_now_ms() - t0;
+    printf("\n    zkr_client_open(connect 500 ms) on a stalled link: %s after %lld ms (limit %d) ",
+           zkr_err_name(rc), (long long)took, 500 + SLACK_MS);
+    CU_ASSERT_EQUAL(rc, ZKR_ETIMEDOUT);
+    CU_ASSERT_PTR_NULL(c);
+    CU_ASSERT_TRUE(took <= 500 + SLACK_MS);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    if (c)
+        zkr_client_close(c);
+    zkt_proxy_stop(px);
+}
+
+
 /* ---- 3: a hold listener told LOST that blocks (forked child) ---------------------- */
 
 #define MAX_REC 32
@@ -920,6 +947,7 @@ static void add_suites(void)
     CU_add_test(s, "asynchronous acquire(500): completion in time", test_async_500);
     CU_add_test(s, "latch await(500) while its join is stalled", test_latch_await);
     CU_add_test(s, "wait_connected(500) while SUSPENDED", test_wait_connected);
+    CU_add_test(s, "open(connect 500) on a stalled link", test_open_stalled);
     s = CU_add_suite("time limits, link cut", NULL, NULL);
     CU_add_test(s, "mutex acquire(500): stalled, then cut during the call", test_mutex_500_stall_cut);
     CU_add_test(s, "mutex acquire(500): link cut every 100 ms", test_mutex_500_cuts);

@@ -384,7 +384,10 @@ static void test_sigterm(void)
     CU_ASSERT(zkt_wait_children(zh, sc.path, 2, WAIT_MS));
     /* SIGTERM while waiting: zkr-lock gives up, its waiting node goes */
     kill(w, SIGTERM);
-    CU_ASSERT_EQUAL(zkt_wait_child(w, RUN_MS), 128 + SIGTERM);
+    int64_t t0_ = zkt_now_ms();
+    int st_ = zkt_wait_child(w, RUN_MS);
+    printf("\n    SIGTERM while waiting: exit %d after %lld ms ", st_, (long long)(zkt_now_ms() - t0_));
+    CU_ASSERT_EQUAL(st_, 128 + SIGTERM);
     assert_one_line(sc.err, "interrupted by SIGTERM");
     CU_ASSERT(zkt_wait_children(zh, sc.path, 1, WAIT_MS));
     /* SIGTERM while holding: the command gets it, the lock node is gone */
