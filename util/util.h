@@ -24,6 +24,13 @@ int zkr__path_valid(const char *path);
  * input.  parent "/" gives "/child". */
 char *zkr__path_join(const char *parent, const char *child);
 
+/* The one join rule behind zkr__path_join and zkr__protected_path: a
+ * malloc'd "parent/" followed by room for a child of clen bytes and its
+ * NUL (parent "/" gives "/"), *child pointing at that room (NUL-filled at
+ * its end; the caller writes the clen bytes).  The child is not checked.
+ * NULL on ENOMEM, a NULL or empty parent, or a size that overflows. */
+char *zkr__path_child(const char *parent, size_t clen, char **child);
+
 /* Last component of a path ("/a/b" -> "b"); pointer into `path`. */
 const char *zkr__path_basename(const char *path);
 

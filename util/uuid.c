@@ -81,33 +81,25 @@ int zkr__uuid(char out[ZKR__UUID_LEN + 1])
 
 char *zkr__protected_path(const char *dir, const char *uuid, const char *marker)
 {
-    size_t dlen, ulen, mlen, plen = sizeof(ZKR__PROTECTED_PREFIX) - 1;
+    size_t ulen, mlen, plen = sizeof(ZKR__PROTECTED_PREFIX) - 1;
     char *out, *p;
 
-    if (dir == NULL || uuid == NULL || marker == NULL || dir[0] == '\0')
+    if (dir == NULL || uuid == NULL || marker == NULL)
         return NULL;
-    dlen = strlen(dir);
     ulen = strlen(uuid);
     mlen = strlen(marker);
-    if (dlen == 1 && dir[0] == '/')
-        dlen = 0; /* "/" -> "/_c_..." */
-    /* "/" + prefix + uuid + "-" + marker + NUL, checked for overflow */
-    if (ulen > SIZE_MAX / 4 || mlen > SIZE_MAX / 4 || dlen > SIZE_MAX / 4)
+    /* prefix + uuid + "-" + marker, checked for overflow */
+    if (ulen > SIZE_MAX / 4 || mlen > SIZE_MAX / 4)
         return NULL;
-    out = malloc(dlen + 1 + plen + ulen + 1 + mlen + 1);
+    out = zkr__path_child(dir, plen + ulen + 1 + mlen, &p);
     if (out == NULL)
         return NULL;
-    p = out;
-    memcpy(p, dir, dlen);
-    p += dlen;
-    *p++ = '/';
     memcpy(p, ZKR__PROTECTED_PREFIX, plen);
     p += plen;
     memcpy(p, uuid, ulen);
     p += ulen;
     *p++ = '-';
     memcpy(p, marker, mlen);
-    p[mlen] = '\0';
     return out;
 }
 
