@@ -240,14 +240,6 @@ const char *zkr__aop_stage_dir(const zkr__aop_t *op)
     return op->in_lease ? op->leases_dir : op->dir;
 }
 
-void zkr__aop_prefix(const char *uuid, char out[ZKR__UUID_LEN + 8])
-{
-    memcpy(out, "_c_", 3);
-    memcpy(out + 3, uuid, ZKR__UUID_LEN);
-    out[3 + ZKR__UUID_LEN] = '-';
-    out[4 + ZKR__UUID_LEN] = '\0';
-}
-
 /* The lease stage's look: the leases with a children watch, and the shared
  * count with a data watch. */
 static void send_lease_look_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *zh)

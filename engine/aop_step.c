@@ -17,8 +17,8 @@
 
 static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
 {
-    char prefix[ZKR__UUID_LEN + 8];
-    zkr__aop_prefix(uuid, prefix);
+    char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
+    zkr__protected_name(prefix, sizeof prefix, uuid, "");
     pthread_mutex_lock(&c->mu);
     int closed = c->closing;
     pthread_mutex_unlock(&c->mu);
@@ -279,8 +279,8 @@ static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
 static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int usable, int64_t session)
 {
     if (nw->listed) {
-        char prefix[ZKR__UUID_LEN + 8];
-        zkr__aop_prefix(op->uuid, prefix);
+        char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
+        zkr__protected_name(prefix, sizeof prefix, op->uuid, "");
         long i = zkr__strvec_find_prefix(&nw->kids, prefix);
         if (i < 0 || op->lsession != op->csession) {
             if (i >= 0 || op->lsession != op->csession)

@@ -51,6 +51,17 @@ int zkr__utf8_valid(const char *s, size_t n);
  * Returns 0, or -1 if no randomness could be had. */
 int zkr__uuid(char out[ZKR__UUID_LEN + 1]);
 
+/* Curator's protected names: "_c_<uuid>-<marker><sequence>". */
+#define ZKR__PROTECTED "_c_"
+/* The length of "_c_<uuid>-" for a UUID from zkr__uuid. */
+#define ZKR__PROTECTED_PREFIX_LEN (sizeof(ZKR__PROTECTED) - 1 + ZKR__UUID_LEN + 1)
+
+/* The one writer of a protected name: "_c_<uuid>-" then `marker` (""
+ * gives the bare prefix) into out[len], as snprintf does (out may be NULL
+ * when len is 0).  Returns the full length (the name fits if it is below
+ * len), or -1 (NULL arguments, or a length past INT_MAX). */
+int zkr__protected_name(char *out, size_t len, const char *uuid, const char *marker);
+
 /* Malloc'd "<dir>/_c_<uuid>-<marker>"; NULL on ENOMEM. */
 char *zkr__protected_path(const char *dir, const char *uuid, const char *marker);
 
