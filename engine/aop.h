@@ -42,7 +42,6 @@
 #include "engine/async.h"
 
 #define ZKR__AOP_PARENT_RETRIES 5
-#define ZKR__AOP_CREATE_RETRIES 20
 
 #define ZKR__AOP_RECOVER_RETRIES 20
 

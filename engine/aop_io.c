@@ -281,7 +281,7 @@ static void send_spec_lease_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *z
 {
     char *path = NULL;
     if (zkr__uuid(op->suuid) == 0)
-        path = zkr__protected_path(op->leases_dir, op->suuid, "lease-");
+        path = zkr__protected_path(op->leases_dir, op->suuid, ZKR__LEASE_MARKER);
     if (path && zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, spec_create_done,
                              op) == ZOK) {
         op->inflight++;
@@ -331,7 +331,7 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
 {
     char *path = NULL;
     if (zkr__uuid(op->uuid) == 0)
-        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? "lease-" : op->drv->marker);
+        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? ZKR__LEASE_MARKER : op->drv->marker);
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
     free(op->cpath);

@@ -143,7 +143,7 @@ static int on_created(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
     }
     if (zkr__zk_class(rc) == ZKR__ZC_FINAL && rc != ZSYSTEMERROR)
         return zkr__zk_error(rc);
-    if (++op->attempts >= ZKR__AOP_CREATE_RETRIES)
+    if (++op->attempts >= ZKR__CREATE_RETRIES)
         return ZKR_EZOOKEEPER;
     if (reply_lost(nw, rc) && op->recover_tries++ < ZKR__AOP_RECOVER_RETRIES) {
         /* The reply is lost, the node may exist: find it by its prefix

@@ -16,6 +16,13 @@
 typedef int (*zkr__decide_fn)(const void *arg, char *const *sorted, size_t n, size_t ours,
                               size_t *watch);
 
+/* How many times a create is sent again (connection or session trouble)
+ * before the acquire or named create gives up (ZKR_EZOOKEEPER). */
+#define ZKR__CREATE_RETRIES 20
+
+/* The semaphore's lease nodes (Curator's InterProcessSemaphoreV2 "lease-"). */
+#define ZKR__LEASE_MARKER "lease-"
+
 typedef struct zkr__driver {
     const char *marker;   /* "lock-", "__READ__", "__WRIT__", "lease-" */
     zkr__key_fn key;      /* sort key (zkr__sort_key or zkr__rw_sort_key) */

@@ -12,8 +12,6 @@
 
 #include "engine/engine.h"
 
-#define CREATE_RETRIES 20
-
 static int is_connection_error(int zrc)
 {
     return zkr__zk_class(zrc) == ZKR__ZC_CONNECTION;
@@ -208,7 +206,7 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
                         zkr__node_t *out)
 {
     int64_t hard = zkr__hard_deadline(deadline);
-    for (int attempt = 0; attempt < CREATE_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < ZKR__CREATE_RETRIES; attempt++) {
         int rc = zkr__client_wait_usable(c, deadline);
         zkr__zh_t *h = NULL;
         if (rc == ZKR_OK)

@@ -280,7 +280,7 @@ void zkr__tell_finish(zkr__tell_t *t)
      * has not run: then stop waiting; muted: they run as no-ops). */
     pthread_mutex_lock(t->mu);
     while (!t->muted && t->ran < t->posted && zkr_client_state(t->c) != ZKR_STATE_CLOSED)
-        zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + 100);
+        zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + ZKR__CLOSED_POLL_MS);
     pthread_mutex_unlock(t->mu);
     zkr__sub_remove(t->c, t->sub);
     t->sub = NULL;

@@ -13,7 +13,6 @@
 
 #define OBS_DELIVER (-100) /* our own post: tell the next change queued */
 #define RETRY_MS 1000      /* a look that failed (no connection) is tried again */
-#define CLOSED_POLL_MS 100
 
 typedef struct change {
     zkr_participant_t *leader; /* NULL: nobody */
@@ -158,7 +157,7 @@ static void *observe_main(void *arg)
          * wait for a watch, a state, or the retry. */
         int64_t retry = rc == ZKR_OK ? INT64_MAX : zkr__now_ms() + RETRY_MS;
         while (!o->stop && !o->news && zkr__now_ms() < retry) {
-            int64_t slice = zkr__now_ms() + CLOSED_POLL_MS;
+            int64_t slice = zkr__now_ms() + ZKR__CLOSED_POLL_MS;
             zkr__cond_wait_until(&o->cond, &o->mu, retry < slice ? retry : slice);
         }
     }

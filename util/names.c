@@ -5,9 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ZKR__READ_MARKER  "__READ__"
-#define ZKR__WRITE_MARKER "__WRIT__"
-
 /* Java: idx = str.lastIndexOf(marker); idx >= 0 ? str.substring(idx +
  * marker.length()) : str.  lastIndexOf("") is str.length(), so an empty
  * marker gives the empty key (a pointer to the name's NUL). */

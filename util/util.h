@@ -70,6 +70,10 @@ int zkr__is_protected_for(const char *child, const char *uuid);
 
 /* ---- Curator child ordering --------------------------------------------- */
 
+/* The read/write lock's markers (Curator's READ_LOCK_NAME, WRITE_LOCK_NAME). */
+#define ZKR__READ_MARKER  "__READ__"
+#define ZKR__WRITE_MARKER "__WRIT__"
+
 /* Curator's standardFixForSorting: the text after the LAST occurrence of
  * `marker` in `name`; the whole name if marker does not occur. */
 const char *zkr__sort_key(const char *name, const char *marker);
