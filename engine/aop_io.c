@@ -429,22 +429,26 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
     pthread_mutex_unlock(&op->mu);
 }
 
+typedef struct parents_send {
+    zhandle_t *zh;
+    zkr__aop_t *op;
+} parents_send_t;
+
+/* One parent, sent (op->mu held); the walk goes on whatever happened. */
+static int send_parent(void *ctx, const char *p, const struct ACL_vector *acl, int mode)
+{
+    parents_send_t *s = ctx;
+    if (zoo_acreate(s->zh, p, "", 0, acl, mode, parent_done, s->op) == ZOK)
+        s->op->inflight++;
+    return 0;
+}
+
 void zkr__aop_send_parents_locked(zkr_client_t *c, zkr__aop_t *op)
 {
     pthread_mutex_lock(&op->mu);
-    zhandle_t *zh = current_locked(c, op);
-    char *dir = strdup(zkr__aop_stage_dir(op));
-    size_t n = dir ? strlen(dir) : 0;
-    for (size_t i = 1; zh && i <= n; i++) {
-        if (dir[i] != '/' && dir[i] != '\0')
-            continue;
-        char saved = dir[i];
-        dir[i] = '\0';
-        if (zoo_acreate(zh, dir, "", 0, zkr__client_acl(c), ZOO_CONTAINER, parent_done, op) == ZOK)
-            op->inflight++;
-        dir[i] = saved;
-    }
-    free(dir);
+    parents_send_t s = {current_locked(c, op), op};
+    if (s.zh)
+        zkr__parents_each(c, zkr__aop_stage_dir(op), send_parent, &s);
     op->nw.parents = 1; /* also when nothing could be sent: look again */
     sent_all_locked(c, op);
     pthread_mutex_unlock(&op->mu);
