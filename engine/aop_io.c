@@ -95,16 +95,6 @@ static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const s
     }
 }
 
-/* A listing's answer, copied (an out-of-memory copy is a failed listing). */
-static int copy_listing(int rc, const struct String_vector *sv, zkr__strvec_t *kids)
-{
-    kids->v = NULL;
-    kids->n = 0;
-    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(kids, sv->data, (size_t)sv->count) != 0)
-        rc = ZSYSTEMERROR;
-    return rc;
-}
-
 static void created(int rc, const char *value, const struct Stat *st, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
@@ -118,7 +108,7 @@ static void listed(int rc, const struct String_vector *sv, const void *data, int
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr__strvec_t kids;
-    rc = copy_listing(rc, sv, &kids);
+    rc = zkr__listing_copy(rc, sv, &kids); /* out of memory: a failed listing */
     answer_lock(op, rc);
     zkr__news_t *nw = &op->nw;
     zkr__strvec_free(spec ? &nw->skids : &nw->kids);

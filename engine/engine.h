@@ -45,6 +45,10 @@ typedef struct zkr__driver {
 struct zkr__driver;
 int zkr__queue_decide(const struct zkr__driver *drv, zkr__strvec_t *kids, const char *name, size_t *watch);
 
+/* Sort a listing in place in the driver's (Curator's) order: ZKR_OK or
+ * ZKR_ENOMEM. */
+int zkr__queue_sort(const struct zkr__driver *drv, zkr__strvec_t *kids);
+
 /* "first `max` in the order hold it; otherwise watch the node `max` places
  * before ours" (StandardLockInternalsDriver).  arg points to an int max. */
 int zkr__decide_first_n(const void *arg, char *const *sorted, size_t n, size_t ours,
@@ -156,6 +160,18 @@ void zkr__prefetch_free(zkr__prefetch_t *p);
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
                                zkr__strvec_t *kids);
 
+/* A listing's answer copied into *out (empty unless zrc is ZOK): zrc, or
+ * ZSYSTEMERROR if the copy ran out of memory (a failed listing). */
+int zkr__listing_copy(int zrc, const struct String_vector *sv, zkr__strvec_t *out);
+
+/* The one synchronous listing: dir's children on zh (with the watch w if
+ * not NULL), copied and sorted in the driver's order into *out.  Returns
+ * ZKR_OK, ZKR_ENONODE (dir is missing; *out empty), ZKR_ENOMEM, or the
+ * refusal (zkr__zk_error); *zrc, if not NULL, gets the listing's
+ * ZooKeeper code. */
+int zkr__queue_list(zhandle_t *zh, const char *dir, watcher_fn w, void *wctx, const zkr__driver_t *drv,
+                    zkr__strvec_t *out, int *zrc);
+
 /* The sorted children of dir as full paths.  Missing dir -> empty list.
  * Returns ZKR_OK, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
 int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
@@ -166,9 +182,6 @@ int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_
  * zkr_strings_free. */
 int zkr__participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, char ***paths,
                       size_t *count);
-
-/* List dir's children (no watch).  ZNONODE gives an empty list. */
-int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out);
 
 /* ---- inside the engine only (node.c's create, used by prefetch.c) ---- */
 
