@@ -42,7 +42,6 @@
 #include "engine/async.h"
 
 #define ZKR__AOP_PARENT_RETRIES 5
-#define ZKR__AOP_CREATE_RETRIES 20
 
 #define ZKR__AOP_RECOVER_RETRIES 20
 
@@ -212,8 +211,6 @@ void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, in
 void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op);
 void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op);
 const char *zkr__aop_stage_dir(const zkr__aop_t *op);
-/* "_c_<uuid>-" of the stage's create. */
-void zkr__aop_prefix(const char *uuid, char out[ZKR__UUID_LEN + 8]);
 
 /* ---- async.c ---- */
 /* Register the engine's hooks with the client (once). */

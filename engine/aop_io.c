@@ -95,16 +95,6 @@ static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const s
     }
 }
 
-/* A listing's answer, copied (an out-of-memory copy is a failed listing). */
-static int copy_listing(int rc, const struct String_vector *sv, zkr__strvec_t *kids)
-{
-    kids->v = NULL;
-    kids->n = 0;
-    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(kids, sv->data, (size_t)sv->count) != 0)
-        rc = ZSYSTEMERROR;
-    return rc;
-}
-
 static void created(int rc, const char *value, const struct Stat *st, const void *data, int spec)
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
@@ -118,7 +108,7 @@ static void listed(int rc, const struct String_vector *sv, const void *data, int
 {
     zkr__aop_t *op = (zkr__aop_t *)data;
     zkr__strvec_t kids;
-    rc = copy_listing(rc, sv, &kids);
+    rc = zkr__listing_copy(rc, sv, &kids); /* out of memory: a failed listing */
     answer_lock(op, rc);
     zkr__news_t *nw = &op->nw;
     zkr__strvec_free(spec ? &nw->skids : &nw->kids);
@@ -240,14 +230,6 @@ const char *zkr__aop_stage_dir(const zkr__aop_t *op)
     return op->in_lease ? op->leases_dir : op->dir;
 }
 
-void zkr__aop_prefix(const char *uuid, char out[ZKR__UUID_LEN + 8])
-{
-    memcpy(out, "_c_", 3);
-    memcpy(out + 3, uuid, ZKR__UUID_LEN);
-    out[3 + ZKR__UUID_LEN] = '-';
-    out[4 + ZKR__UUID_LEN] = '\0';
-}
-
 /* The lease stage's look: the leases with a children watch, and the shared
  * count with a data watch. */
 static void send_lease_look_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *zh)
@@ -289,7 +271,7 @@ static void send_spec_lease_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *z
 {
     char *path = NULL;
     if (zkr__uuid(op->suuid) == 0)
-        path = zkr__protected_path(op->leases_dir, op->suuid, "lease-");
+        path = zkr__protected_path(op->leases_dir, op->suuid, ZKR__LEASE_MARKER);
     if (path && zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, spec_create_done,
                              op) == ZOK) {
         op->inflight++;
@@ -335,30 +317,34 @@ static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
     sent_all_locked(c, op);
 }
 
+typedef struct parents_send {
+    zhandle_t *zh;
+    zkr__aop_t *op;
+} parents_send_t;
+
+/* One parent, sent (op->mu held); the walk goes on whatever happened. */
+static int send_parent(void *ctx, const char *p, const struct ACL_vector *acl, int mode)
+{
+    parents_send_t *s = ctx;
+    if (zoo_acreate(s->zh, p, "", 0, acl, mode, parent_done, s->op) == ZOK)
+        s->op->inflight++;
+    return 0;
+}
+
 /* The stage's directory and its ancestors as containers (each "exists" is
  * fine), counted in flight.  c->mu and op->mu held. */
 static void send_parents_inner_locked(zkr_client_t *c, zkr__aop_t *op)
 {
-    zhandle_t *zh = current_locked(c, op);
-    char *dir = strdup(zkr__aop_stage_dir(op));
-    size_t n = dir ? strlen(dir) : 0;
-    for (size_t i = 1; zh && i <= n; i++) {
-        if (dir[i] != '/' && dir[i] != '\0')
-            continue;
-        char saved = dir[i];
-        dir[i] = '\0';
-        if (zoo_acreate(zh, dir, "", 0, zkr__client_acl(c), ZOO_CONTAINER, parent_done, op) == ZOK)
-            op->inflight++;
-        dir[i] = saved;
-    }
-    free(dir);
+    parents_send_t s = {current_locked(c, op), op};
+    if (s.zh)
+        zkr__parents_each(c, zkr__aop_stage_dir(op), send_parent, &s);
 }
 
 void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
 {
     char *path = NULL;
     if (zkr__uuid(op->uuid) == 0)
-        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? "lease-" : op->drv->marker);
+        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? ZKR__LEASE_MARKER : op->drv->marker);
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
     free(op->cpath);
@@ -463,8 +449,6 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
     sent_all_locked(c, op);
     pthread_mutex_unlock(&op->mu);
 }
-
-
 
 
 /* The data watch on the one node the driver names (wpath, taken); `first`:

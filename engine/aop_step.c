@@ -17,8 +17,8 @@
 
 static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
 {
-    char prefix[ZKR__UUID_LEN + 8];
-    zkr__aop_prefix(uuid, prefix);
+    char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
+    zkr__protected_name(prefix, sizeof prefix, uuid, "");
     pthread_mutex_lock(&c->mu);
     int closed = c->closing;
     pthread_mutex_unlock(&c->mu);
@@ -149,7 +149,7 @@ static int on_created(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
     }
     if (zkr__zk_class(rc) == ZKR__ZC_FINAL && rc != ZSYSTEMERROR)
         return zkr__zk_error(rc);
-    if (++op->attempts >= ZKR__AOP_CREATE_RETRIES)
+    if (++op->attempts >= ZKR__CREATE_RETRIES)
         return ZKR_EZOOKEEPER;
     if (reply_lost(nw, rc) && op->recover_tries++ < ZKR__AOP_RECOVER_RETRIES) {
         /* The reply is lost, the node may exist: find it by its prefix
@@ -289,8 +289,8 @@ static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
 static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int usable, int64_t session)
 {
     if (nw->listed) {
-        char prefix[ZKR__UUID_LEN + 8];
-        zkr__aop_prefix(op->uuid, prefix);
+        char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
+        zkr__protected_name(prefix, sizeof prefix, op->uuid, "");
         long i = zkr__strvec_find_prefix(&nw->kids, prefix);
         if (i < 0 || op->lsession != op->csession) {
             if (i >= 0 || op->lsession != op->csession)

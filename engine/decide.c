@@ -1,6 +1,7 @@
 /* Decisions on a listing: the drivers' predicate (first n hold it, watch
- * the node n places before ours), the mutex driver, and the one place that
- * sorts a listing, finds our node and asks the driver. */
+ * the node n places before ours), the mutex driver, the one sort of a
+ * listing in a driver's order, and the one place that sorts a listing,
+ * finds our node and asks the driver. */
 #include "config.h"
 
 #include "engine/engine.h"
@@ -27,9 +28,14 @@ const zkr__driver_t zkr__lock_driver = {
     .next_in_line = 1,
 };
 
+int zkr__queue_sort(const zkr__driver_t *drv, zkr__strvec_t *kids)
+{
+    return zkr__sort_children(kids->v, kids->n, drv->key, drv->key_marker) != 0 ? ZKR_ENOMEM : ZKR_OK;
+}
+
 int zkr__queue_decide(const zkr__driver_t *drv, zkr__strvec_t *kids, const char *name, size_t *watch)
 {
-    if (zkr__sort_children(kids->v, kids->n, drv->key, drv->key_marker) != 0)
+    if (zkr__queue_sort(drv, kids) != ZKR_OK)
         return ZKR_ENOMEM;
     long ours = zkr__strvec_find(kids, name);
     if (ours < 0)

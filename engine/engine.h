@@ -16,6 +16,13 @@
 typedef int (*zkr__decide_fn)(const void *arg, char *const *sorted, size_t n, size_t ours,
                               size_t *watch);
 
+/* How many times a create is sent again (connection or session trouble)
+ * before the acquire or named create gives up (ZKR_EZOOKEEPER). */
+#define ZKR__CREATE_RETRIES 20
+
+/* The semaphore's lease nodes (Curator's InterProcessSemaphoreV2 "lease-"). */
+#define ZKR__LEASE_MARKER "lease-"
+
 typedef struct zkr__driver {
     const char *marker;   /* "lock-", "__READ__", "__WRIT__", "lease-" */
     zkr__key_fn key;      /* sort key (zkr__sort_key or zkr__rw_sort_key) */
@@ -37,6 +44,10 @@ typedef struct zkr__driver {
 #define ZKR__DECIDE_GONE 2
 struct zkr__driver;
 int zkr__queue_decide(const struct zkr__driver *drv, zkr__strvec_t *kids, const char *name, size_t *watch);
+
+/* Sort a listing in place in the driver's (Curator's) order: ZKR_OK or
+ * ZKR_ENOMEM. */
+int zkr__queue_sort(const struct zkr__driver *drv, zkr__strvec_t *kids);
 
 /* "first `max` in the order hold it; otherwise watch the node `max` places
  * before ours" (StandardLockInternalsDriver).  arg points to an int max. */
@@ -155,6 +166,18 @@ void zkr__prefetch_free(zkr__prefetch_t *p);
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
                                zkr__strvec_t *kids, int *dir_missing);
 
+/* A listing's answer copied into *out (empty unless zrc is ZOK): zrc, or
+ * ZSYSTEMERROR if the copy ran out of memory (a failed listing). */
+int zkr__listing_copy(int zrc, const struct String_vector *sv, zkr__strvec_t *out);
+
+/* The one synchronous listing: dir's children on zh (with the watch w if
+ * not NULL), copied and sorted in the driver's order into *out.  Returns
+ * ZKR_OK, ZKR_ENONODE (dir is missing; *out empty), ZKR_ENOMEM, or the
+ * refusal (zkr__zk_error); *zrc, if not NULL, gets the listing's
+ * ZooKeeper code. */
+int zkr__queue_list(zhandle_t *zh, const char *dir, watcher_fn w, void *wctx, const zkr__driver_t *drv,
+                    zkr__strvec_t *out, int *zrc);
+
 /* The sorted children of dir as full paths.  Missing dir -> empty list.
  * Returns ZKR_OK, ZKR_ECONNLOSS, ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM. */
 int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv,
@@ -165,9 +188,6 @@ int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_
  * zkr_strings_free. */
 int zkr__participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, char ***paths,
                       size_t *count);
-
-/* List dir's children (no watch).  ZNONODE gives an empty list. */
-int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out);
 
 /* ---- inside the engine only (node.c's create, used by prefetch.c) ---- */
 

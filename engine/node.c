@@ -1,8 +1,8 @@
 /* Node operations outside the acquire machine: a create with its listing
  * behind it, waited for on the caller's thread (the multi-lock's nodes sent
  * ahead, prefetch.c), a node of a caller-chosen name (the read/write lock's
- * downgrade), a directory listing, the tracking of a granted node and the
- * lock objects' hold listeners. */
+ * downgrade), the tracking of a granted node and the lock objects' hold
+ * listeners. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,29 +12,9 @@
 
 #include "engine/engine.h"
 
-#define CREATE_RETRIES 20
-
 static int is_connection_error(int zrc)
 {
     return zkr__zk_class(zrc) == ZKR__ZC_CONNECTION;
-}
-
-int zkr__list(zkr_client_t *c, zkr__zh_t *h, const char *dir, zkr__strvec_t *out)
-{
-    (void)c;
-    struct String_vector sv = {0, NULL};
-    out->v = NULL;
-    out->n = 0;
-    int zrc = zkr__zh_answer(zkr__zh(h), zoo_get_children(zkr__zh(h), dir, 0, &sv));
-    if (zrc == ZNONODE)
-        return ZKR_OK;
-    if (zrc != ZOK)
-        return zkr__zk_error(zrc);
-    int rc = ZKR_OK;
-    if (sv.count > 0 && zkr__strvec_copy(out, sv.data, (size_t)sv.count) != 0)
-        rc = ZKR_ENOMEM;
-    deallocate_String_vector(&sv);
-    return rc;
 }
 
 /* ---- create, with the listing pipelined behind it ---------------------------- */
@@ -129,9 +109,8 @@ static void create_done(int rc, const char *value, const struct Stat *stat, cons
 static void list_done(int rc, const struct String_vector *sv, const void *data)
 {
     zkr__create_op_t *op = (zkr__create_op_t *)data;
-    zkr__strvec_t kids = {NULL, 0};
-    if (rc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(&kids, sv->data, (size_t)sv->count) != 0)
-        rc = ZSYSTEMERROR;
+    zkr__strvec_t kids;
+    rc = zkr__listing_copy(rc, sv, &kids);
     pthread_mutex_lock(&op->mu);
     op->list_rc = rc;
     zkr__strvec_free(&op->children);
@@ -203,7 +182,7 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
                         zkr__node_t *out)
 {
     int64_t hard = zkr__hard_deadline(deadline);
-    for (int attempt = 0; attempt < CREATE_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < ZKR__CREATE_RETRIES; attempt++) {
         int rc = zkr__client_wait_usable(c, deadline);
         zkr__zh_t *h = NULL;
         if (rc == ZKR_OK)

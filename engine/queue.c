@@ -1,11 +1,43 @@
-/* The participants of a queue: its children, sorted in the driver's
- * order, as full paths. */
+/* Listings: an answer's copy, the one synchronous listing sorted in the
+ * driver's order, and the participants of a queue (its children, so
+ * sorted, as full paths). */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
+
+int zkr__listing_copy(int zrc, const struct String_vector *sv, zkr__strvec_t *out)
+{
+    out->v = NULL;
+    out->n = 0;
+    if (zrc == ZOK && sv && sv->count > 0 && zkr__strvec_copy(out, sv->data, (size_t)sv->count) != 0)
+        zrc = ZSYSTEMERROR;
+    return zrc;
+}
+
+int zkr__queue_list(zhandle_t *zh, const char *dir, watcher_fn w, void *wctx, const zkr__driver_t *drv,
+                    zkr__strvec_t *out, int *zrc)
+{
+    struct String_vector sv = {0, NULL};
+    out->v = NULL;
+    out->n = 0;
+    int z = w ? zoo_wget_children(zh, dir, w, wctx, &sv) : zoo_get_children(zh, dir, 0, &sv);
+    if (zrc)
+        *zrc = z;
+    if (z == ZNONODE)
+        return ZKR_ENONODE;
+    if (z != ZOK)
+        return zkr__zk_error(z);
+    z = zkr__listing_copy(z, &sv, out);
+    deallocate_String_vector(&sv);
+    if (z != ZOK || zkr__queue_sort(drv, out) != ZKR_OK) {
+        zkr__strvec_free(out);
+        return ZKR_ENOMEM;
+    }
+    return ZKR_OK;
+}
 
 int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__strvec_t *out)
 {
@@ -16,14 +48,14 @@ int zkr__queue_participants(zkr_client_t *c, const char *dir, const zkr__driver_
     if (rc != ZKR_OK)
         return rc;
     zkr__strvec_t kids;
-    rc = zkr__list(c, h, dir, &kids);
+    int zrc;
+    rc = zkr__queue_list(zkr__zh(h), dir, NULL, NULL, drv, &kids, &zrc);
+    zkr__zh_answer(zkr__zh(h), zrc);
     zkr__client_put_handle(c, h);
+    if (rc == ZKR_ENONODE)
+        return ZKR_OK;
     if (rc != ZKR_OK)
         return rc;
-    if (zkr__sort_children(kids.v, kids.n, drv->key, drv->key_marker) != 0) {
-        zkr__strvec_free(&kids);
-        return ZKR_ENOMEM;
-    }
     for (size_t i = 0; i < kids.n; i++) {
         char *full = zkr__path_join(dir, kids.v[i]);
         if (!full) {

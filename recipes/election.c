@@ -129,23 +129,17 @@ static int read_on(zhandle_t *zh, int64_t session, void *arg)
 {
     (void)session;
     read_op_t *op = arg;
-    struct String_vector sv = {0, NULL};
-    int zrc = zoo_get_children(zh, op->path, 0, &sv);
-    if (zrc == ZNONODE)
+    zkr__strvec_t kids;
+    int rc = zkr__queue_list(zh, op->path, NULL, NULL, op->drv, &kids, NULL);
+    if (rc == ZKR_ENONODE)
         return ZKR_OK;
-    if (zrc != ZOK)
-        return zkr__zk_error(zrc);
-    int rc = ZKR_OK;
-    zkr__strvec_t kids = {NULL, 0};
-    if (sv.count > 0 && (zkr__strvec_copy(&kids, sv.data, (size_t)sv.count) != 0 ||
-                         zkr__sort_children(kids.v, kids.n, op->drv->key, op->drv->key_marker) != 0))
-        rc = ZKR_ENOMEM;
-    deallocate_String_vector(&sv);
-    if (rc == ZKR_OK && kids.n > 0 && !(op->p = calloc(kids.n, sizeof *op->p)))
+    if (rc != ZKR_OK)
+        return rc;
+    if (kids.n > 0 && !(op->p = calloc(kids.n, sizeof *op->p)))
         rc = ZKR_ENOMEM;
     for (size_t i = 0; rc == ZKR_OK && i < kids.n; i++) {
         char *full = zkr__path_join(op->path, kids.v[i]);
-        zrc = full ? zkr__participant_read(zh, full, NULL, NULL, &op->p[op->n]) : ZSYSTEMERROR;
+        int zrc = full ? zkr__participant_read(zh, full, NULL, NULL, &op->p[op->n]) : ZSYSTEMERROR;
         free(full);
         if (zrc == ZOK) {
             op->p[op->n].is_leader = op->n == 0;
@@ -280,7 +274,7 @@ void zkr__tell_finish(zkr__tell_t *t)
      * has not run: then stop waiting; muted: they run as no-ops). */
     pthread_mutex_lock(t->mu);
     while (!t->muted && t->ran < t->posted && zkr_client_state(t->c) != ZKR_STATE_CLOSED)
-        zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + 100);
+        zkr__cond_wait_until(t->cond, t->mu, zkr__now_ms() + ZKR__CLOSED_POLL_MS);
     pthread_mutex_unlock(t->mu);
     zkr__sub_remove(t->c, t->sub);
     t->sub = NULL;

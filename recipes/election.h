@@ -9,6 +9,10 @@
 #include "recipes/recipes.h"
 #include "zkr/leader.h"
 
+/* How often a leader recipe's waiter looks whether the client closed
+ * (nothing signals it). */
+#define ZKR__CLOSED_POLL_MS 100
+
 /* The latch's driver: marker "latch-", the first node leads, the others
  * watch the node just before theirs. */
 extern const zkr__driver_t zkr__latch_driver;

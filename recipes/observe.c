@@ -13,7 +13,6 @@
 
 #define OBS_DELIVER (-100) /* our own post: tell the next change queued */
 #define RETRY_MS 1000      /* a look that failed (no connection) is tried again */
-#define CLOSED_POLL_MS 100
 
 typedef struct change {
     zkr_participant_t *leader; /* NULL: nobody */
@@ -100,17 +99,15 @@ static int look_on(zhandle_t *zh, int64_t session, void *arg)
     (void)session;
     zkr_observer_t *o = arg;
     watcher_fn w = zkr__sub_watcher();
-    struct String_vector sv = {0, NULL};
-    int zrc = zoo_get_children(zh, o->path, 0, &sv);
-    if (zrc == ZOK && sv.count == 0) {
-        deallocate_String_vector(&sv);
-        zrc = zoo_wget_children(zh, o->path, w, o->sub, &sv); /* told when someone joins */
-    }
+    zkr__strvec_t kids;
+    int rc = zkr__queue_list(zh, o->path, NULL, NULL, o->drv, &kids, NULL);
+    if (rc == ZKR_OK && kids.n == 0)
+        rc = zkr__queue_list(zh, o->path, w, o->sub, o->drv, &kids, NULL); /* told when someone joins */
     zkr_participant_t found;
     memset(&found, 0, sizeof found);
-    if (zrc == ZNONODE) {
+    if (rc == ZKR_ENONODE) {
         struct Stat st;
-        zrc = zoo_wexists(zh, o->path, w, o->sub, &st); /* told when the path comes */
+        int zrc = zoo_wexists(zh, o->path, w, o->sub, &st); /* told when the path comes */
         if (zrc == ZOK)
             return 1;
         if (zrc != ZNONODE)
@@ -118,17 +115,11 @@ static int look_on(zhandle_t *zh, int64_t session, void *arg)
         report(o, &found);
         return ZKR_OK;
     }
-    if (zrc != ZOK)
-        return zkr__zk_error(zrc);
-    zkr__strvec_t kids = {NULL, 0};
-    int rc = ZKR_OK;
-    if (sv.count > 0 && (zkr__strvec_copy(&kids, sv.data, (size_t)sv.count) != 0 ||
-                         zkr__sort_children(kids.v, kids.n, o->drv->key, o->drv->key_marker) != 0))
-        rc = ZKR_ENOMEM;
-    deallocate_String_vector(&sv);
-    if (rc == ZKR_OK && kids.n > 0) {
+    if (rc != ZKR_OK)
+        return rc;
+    if (kids.n > 0) {
         char *first = zkr__path_join(o->path, kids.v[0]);
-        zrc = first ? zkr__participant_read(zh, first, w, o->sub, &found) : ZSYSTEMERROR;
+        int zrc = first ? zkr__participant_read(zh, first, w, o->sub, &found) : ZSYSTEMERROR;
         free(first);
         if (zrc == ZNONODE)
             rc = 1; /* the leader went meanwhile */
@@ -158,7 +149,7 @@ static void *observe_main(void *arg)
          * wait for a watch, a state, or the retry. */
         int64_t retry = rc == ZKR_OK ? INT64_MAX : zkr__now_ms() + RETRY_MS;
         while (!o->stop && !o->news && zkr__now_ms() < retry) {
-            int64_t slice = zkr__now_ms() + CLOSED_POLL_MS;
+            int64_t slice = zkr__now_ms() + ZKR__CLOSED_POLL_MS;
             zkr__cond_wait_until(&o->cond, &o->mu, retry < slice ? retry : slice);
         }
     }

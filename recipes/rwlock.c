@@ -10,10 +10,6 @@
 #include "zkr/mutex.h"
 #include "zkr/rwlock.h"
 
-#define READ_MARKER "__READ__"
-#define WRITE_MARKER "__WRIT__"
-#define SEQ_DIGITS 10
-
 struct zkr_rwlock {
     zkr_client_t *c;
     char *path;
@@ -32,7 +28,7 @@ static const char *rw_key(const char *name, const char *marker)
 static const int one_writer = 1;
 
 const zkr__driver_t zkr__write_driver = {
-    .marker = WRITE_MARKER,
+    .marker = ZKR__WRITE_MARKER,
     .key = rw_key,
     .key_marker = NULL,
     .decide = zkr__decide_first_n,
@@ -50,7 +46,7 @@ static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t 
     (void)arg;
     (void)n;
     for (size_t i = ours; i-- > 0;) {
-        if (strstr(sorted[i], WRITE_MARKER)) {
+        if (strstr(sorted[i], ZKR__WRITE_MARKER)) {
             *watch = i;
             return 0;
         }
@@ -59,7 +55,7 @@ static int decide_reader(const void *arg, char *const *sorted, size_t n, size_t 
 }
 
 const zkr__driver_t zkr__read_driver = {
-    .marker = READ_MARKER,
+    .marker = ZKR__READ_MARKER,
     .key = rw_key,
     .key_marker = NULL,
     .decide = decide_reader,

@@ -13,8 +13,6 @@
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
-/* How often a waiter looks whether the client closed (nothing signals it). */
-#define CLOSED_POLL_MS 100
 
 int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char *data,
                    const zkr__driver_t *drv)
@@ -95,7 +93,7 @@ int zkr__seat_client_closed(zkr__seat_t *s)
  * close now and then.  s->mu held. */
 void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline)
 {
-    int64_t slice = zkr__now_ms() + CLOSED_POLL_MS;
+    int64_t slice = zkr__now_ms() + ZKR__CLOSED_POLL_MS;
     zkr__cond_wait_until(&s->cond, &s->mu, deadline < slice ? deadline : slice);
 }
 

@@ -33,9 +33,9 @@ static const int all_hold = 0x7fffffff;
 /* Lease nodes are only sorted for listing; who holds a lease is decided by
  * counting, not by position. */
 static const zkr__driver_t lease_driver = {
-    .marker = "lease-",
+    .marker = ZKR__LEASE_MARKER,
     .key = zkr__sort_key,
-    .key_marker = "lease-",
+    .key_marker = ZKR__LEASE_MARKER,
     .decide = zkr__decide_first_n,
     .decide_arg = &all_hold,
 };

@@ -561,27 +561,14 @@ int zkr_client_session_timeout(zkr_client_t *c, int64_t *timeout_ms)
 
 /* ---- shared helper: parents as containers --------------------------------------------- */
 
+static int create_parent(void *ctx, const char *p, const struct ACL_vector *acl, int mode)
+{
+    zhandle_t *zh = ctx;
+    int zrc = zkr__zh_answer(zh, zoo_create(zh, p, "", 0, acl, mode, NULL, 0));
+    return zrc == ZOK || zrc == ZNODEEXISTS ? ZKR_OK : zkr__zk_error(zrc);
+}
+
 int zkr__ensure_path(zkr_client_t *c, zhandle_t *zh, const char *path)
 {
-    size_t n = strlen(path);
-    char *buf = malloc(n + 1);
-    if (!buf)
-        return ZKR_ENOMEM;
-    memcpy(buf, path, n + 1);
-    int rc = ZKR_OK;
-    /* Create each ancestor in turn, then the path itself. */
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        int zrc = zkr__zh_answer(zh, zoo_create(zh, buf, "", 0, &c->acl, ZOO_CONTAINER, NULL, 0));
-        buf[i] = saved;
-        if (zrc != ZOK && zrc != ZNODEEXISTS) {
-            rc = zkr__zk_error(zrc);
-            break;
-        }
-    }
-    free(buf);
-    return rc;
+    return zkr__parents_each(c, path, create_parent, zh);
 }

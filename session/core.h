@@ -319,8 +319,16 @@ void zkr__sub_post(zkr_client_t *c, void *ctx, int type, const char *path);
 /* The ACL of every node the recipes create (the client's option). */
 const struct ACL_vector *zkr__client_acl(const zkr_client_t *c);
 
-/* Create `path` and any missing ancestors as CONTAINER nodes with empty
- * data and the client's ACL.  ZNODEEXISTS is success. */
+/* Parents as containers, the one rule for both ways of making them: every
+ * ancestor of `path` and `path` itself ("/a/b": "/a", then "/a/b"), root
+ * side first, each made by create(ctx, p, acl, mode) with empty data, the
+ * client's ACL and mode CONTAINER.  The walk stops at the first create
+ * that returns nonzero, and returns that; ZKR_ENOMEM if it cannot start. */
+typedef int (*zkr__parent_fn)(void *ctx, const char *p, const struct ACL_vector *acl, int mode);
+int zkr__parents_each(zkr_client_t *c, const char *path, zkr__parent_fn create, void *ctx);
+
+/* Create `path` and any missing ancestors (zkr__parents_each), waiting
+ * for each.  ZNODEEXISTS is success. */
 int zkr__ensure_path(zkr_client_t *c, zhandle_t *zh, const char *path);
 
 #endif

@@ -1,6 +1,6 @@
 /* Client options: defaults, validation before anything is sent (hosts,
- * timeouts, chroot, credentials, ACL), and the ACL the recipes create
- * nodes with. */
+ * timeouts, chroot, credentials, ACL), the ACL the recipes create nodes
+ * with, and the rule for parents (each ancestor, as a container). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -136,3 +136,23 @@ const struct ACL_vector *zkr__client_acl(const zkr_client_t *c)
     return &c->acl;
 }
 
+int zkr__parents_each(zkr_client_t *c, const char *path, zkr__parent_fn create, void *ctx)
+{
+    size_t n = strlen(path);
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return ZKR_ENOMEM;
+    memcpy(buf, path, n + 1);
+    int rc = 0;
+    /* Each ancestor in turn, then the path itself. */
+    for (size_t i = 1; i <= n && rc == 0; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        rc = create(ctx, buf, zkr__client_acl(c), ZOO_CONTAINER);
+        buf[i] = saved;
+    }
+    free(buf);
+    return rc;
+}

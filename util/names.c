@@ -2,12 +2,8 @@
 #include "util/util.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ZKR__READ_MARKER  "__READ__"
-#define ZKR__WRITE_MARKER "__WRIT__"
 
 /* Java: idx = str.lastIndexOf(marker); idx >= 0 ? str.substring(idx +
  * marker.length()) : str.  lastIndexOf("") is str.length(), so an empty
@@ -41,6 +37,7 @@ const char *zkr__rw_sort_key(const char *name)
 int zkr__downgrade_name(const char *write_path, const char *uuid, char *out, size_t len)
 {
     const char *seq;
+    size_t slen;
     int n;
 
     if (write_path == NULL || uuid == NULL || out == NULL || len == 0)
@@ -48,8 +45,15 @@ int zkr__downgrade_name(const char *write_path, const char *uuid, char *out, siz
     seq = zkr__sort_key(write_path, ZKR__WRITE_MARKER);
     if (seq == write_path) /* no "__WRIT__": not a write node */
         return -1;
-    n = snprintf(out, len, "_c_%s-" ZKR__READ_MARKER "%s", uuid, seq);
-    return (n > 0 && (size_t)n < len) ? 0 : -1;
+    /* "_c_<uuid>-__READ__", then the writer's sequence */
+    n = zkr__protected_name(out, len, uuid, ZKR__READ_MARKER);
+    if (n < 0 || (size_t)n >= len)
+        return -1;
+    slen = strlen(seq);
+    if (slen >= len - (size_t)n)
+        return -1;
+    memcpy(out + n, seq, slen + 1);
+    return 0;
 }
 
 struct keyed {

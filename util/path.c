@@ -65,31 +65,39 @@ int zkr__path_valid(const char *path)
     return 1;
 }
 
-char *zkr__path_join(const char *parent, const char *child)
+char *zkr__path_child(const char *parent, size_t clen, char **child)
 {
-    size_t plen, clen, total;
-    char *out, *p;
+    size_t plen;
+    char *out;
 
-    if (parent == NULL || child == NULL || parent[0] == '\0' || child[0] == '\0')
-        return NULL;
-    if (strchr(child, '/') != NULL)
+    if (parent == NULL || parent[0] == '\0' || child == NULL)
         return NULL;
     plen = strlen(parent);
-    clen = strlen(child);
     if (plen == 1 && parent[0] == '/')
         plen = 0; /* "/" + "child" -> "/child" */
     if (clen > SIZE_MAX - 2 || plen > SIZE_MAX - 2 - clen)
         return NULL;
-    total = plen + 1 + clen + 1;
-    out = malloc(total);
+    out = malloc(plen + 1 + clen + 1);
     if (out == NULL)
         return NULL;
-    p = out;
-    memcpy(p, parent, plen);
-    p += plen;
-    *p++ = '/';
-    memcpy(p, child, clen);
-    p[clen] = '\0';
+    memcpy(out, parent, plen);
+    out[plen] = '/';
+    out[plen + 1 + clen] = '\0';
+    *child = out + plen + 1;
+    return out;
+}
+
+char *zkr__path_join(const char *parent, const char *child)
+{
+    size_t clen;
+    char *out, *p;
+
+    if (child == NULL || child[0] == '\0' || strchr(child, '/') != NULL)
+        return NULL;
+    clen = strlen(child);
+    out = zkr__path_child(parent, clen, &p);
+    if (out != NULL)
+        memcpy(p, child, clen);
     return out;
 }
 

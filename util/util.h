@@ -24,6 +24,13 @@ int zkr__path_valid(const char *path);
  * input.  parent "/" gives "/child". */
 char *zkr__path_join(const char *parent, const char *child);
 
+/* The one join rule behind zkr__path_join and zkr__protected_path: a
+ * malloc'd "parent/" followed by room for a child of clen bytes and its
+ * NUL (parent "/" gives "/"), *child pointing at that room (NUL-filled at
+ * its end; the caller writes the clen bytes).  The child is not checked.
+ * NULL on ENOMEM, a NULL or empty parent, or a size that overflows. */
+char *zkr__path_child(const char *parent, size_t clen, char **child);
+
 /* Last component of a path ("/a/b" -> "b"); pointer into `path`. */
 const char *zkr__path_basename(const char *path);
 
@@ -44,6 +51,17 @@ int zkr__utf8_valid(const char *s, size_t n);
  * Returns 0, or -1 if no randomness could be had. */
 int zkr__uuid(char out[ZKR__UUID_LEN + 1]);
 
+/* Curator's protected names: "_c_<uuid>-<marker><sequence>". */
+#define ZKR__PROTECTED "_c_"
+/* The length of "_c_<uuid>-" for a UUID from zkr__uuid. */
+#define ZKR__PROTECTED_PREFIX_LEN (sizeof(ZKR__PROTECTED) - 1 + ZKR__UUID_LEN + 1)
+
+/* The one writer of a protected name: "_c_<uuid>-" then `marker` (""
+ * gives the bare prefix) into out[len], as snprintf does (out may be NULL
+ * when len is 0).  Returns the full length (the name fits if it is below
+ * len), or -1 (NULL arguments, or a length past INT_MAX). */
+int zkr__protected_name(char *out, size_t len, const char *uuid, const char *marker);
+
 /* Malloc'd "<dir>/_c_<uuid>-<marker>"; NULL on ENOMEM. */
 char *zkr__protected_path(const char *dir, const char *uuid, const char *marker);
 
@@ -51,6 +69,10 @@ char *zkr__protected_path(const char *dir, const char *uuid, const char *marker)
 int zkr__is_protected_for(const char *child, const char *uuid);
 
 /* ---- Curator child ordering --------------------------------------------- */
+
+/* The read/write lock's markers (Curator's READ_LOCK_NAME, WRITE_LOCK_NAME). */
+#define ZKR__READ_MARKER  "__READ__"
+#define ZKR__WRITE_MARKER "__WRIT__"
 
 /* Curator's standardFixForSorting: the text after the LAST occurrence of
  * `marker` in `name`; the whole name if marker does not occur. */

@@ -3,12 +3,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-
-#define ZKR__PROTECTED_PREFIX "_c_"
 
 static int fill_getrandom(unsigned char *buf, size_t len)
 {
@@ -79,46 +78,34 @@ int zkr__uuid(char out[ZKR__UUID_LEN + 1])
     return 0;
 }
 
+int zkr__protected_name(char *out, size_t len, const char *uuid, const char *marker)
+{
+    if (uuid == NULL || marker == NULL || (out == NULL && len > 0))
+        return -1;
+    return snprintf(out, len, ZKR__PROTECTED "%s-%s", uuid, marker);
+}
+
 char *zkr__protected_path(const char *dir, const char *uuid, const char *marker)
 {
-    size_t dlen, ulen, mlen, plen = sizeof(ZKR__PROTECTED_PREFIX) - 1;
+    int n = zkr__protected_name(NULL, 0, uuid, marker);
     char *out, *p;
 
-    if (dir == NULL || uuid == NULL || marker == NULL || dir[0] == '\0')
+    if (n < 0)
         return NULL;
-    dlen = strlen(dir);
-    ulen = strlen(uuid);
-    mlen = strlen(marker);
-    if (dlen == 1 && dir[0] == '/')
-        dlen = 0; /* "/" -> "/_c_..." */
-    /* "/" + prefix + uuid + "-" + marker + NUL, checked for overflow */
-    if (ulen > SIZE_MAX / 4 || mlen > SIZE_MAX / 4 || dlen > SIZE_MAX / 4)
-        return NULL;
-    out = malloc(dlen + 1 + plen + ulen + 1 + mlen + 1);
-    if (out == NULL)
-        return NULL;
-    p = out;
-    memcpy(p, dir, dlen);
-    p += dlen;
-    *p++ = '/';
-    memcpy(p, ZKR__PROTECTED_PREFIX, plen);
-    p += plen;
-    memcpy(p, uuid, ulen);
-    p += ulen;
-    *p++ = '-';
-    memcpy(p, marker, mlen);
-    p[mlen] = '\0';
+    out = zkr__path_child(dir, (size_t)n, &p);
+    if (out != NULL)
+        zkr__protected_name(p, (size_t)n + 1, uuid, marker);
     return out;
 }
 
 int zkr__is_protected_for(const char *child, const char *uuid)
 {
-    size_t plen = sizeof(ZKR__PROTECTED_PREFIX) - 1;
+    size_t plen = sizeof(ZKR__PROTECTED) - 1;
     size_t ulen;
 
     if (child == NULL || uuid == NULL)
         return 0;
-    if (strncmp(child, ZKR__PROTECTED_PREFIX, plen) != 0)
+    if (strncmp(child, ZKR__PROTECTED, plen) != 0)
         return 0;
     child += plen;
     ulen = strlen(uuid);
