@@ -168,6 +168,7 @@ static void apply_states_locked(zkr_client_t *c)
         zkr__tracks_apply_locked(c, s);
         if (c->hooks)
             c->hooks->state_locked(c, s);
+        zkr__session_tell_locked(c, s); /* the listeners hear of it after */
     }
 }
 

@@ -232,6 +232,9 @@ int64_t zkr__session_tick_locked(zkr_client_t *c);
 /* The oldest state not yet applied to the holds and acquires (client
  * thread): 1 and *s, or 0 if none.  c->mu held. */
 int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s);
+/* Hand an applied state to the callback thread for the listeners.  c->mu
+ * held. */
+void zkr__session_tell_locked(zkr_client_t *c, zkr_state_t s);
 /* Close retired handles nobody uses any more (each on a thread of its
  * own), and join the threads that have closed theirs.  c->mu held. */
 void zkr__session_close_retired_locked(zkr_client_t *c);

@@ -236,14 +236,13 @@ static void ring_push(zkr_state_t *ring, int head, int *n, zkr_state_t s)
 }
 
 /* A new state: the client thread applies it to the holds and acquires at
- * once; the callback thread tells it to the listeners, however slow they
- * are. */
+ * once, then hands it to the callback thread, which tells it to the
+ * listeners however slow they are (so a listener never hears of a state
+ * its holds do not show yet). */
 static void report_locked(zkr_client_t *c, zkr_state_t s)
 {
     ring_push(c->applies, c->app_head, &c->app_n, s);
-    ring_push(c->reports, c->rep_head, &c->rep_n, s);
     zkr__wake_locked(c);
-    zkr__wake_callbacks_locked(c);
 }
 
 int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s)
@@ -254,6 +253,12 @@ int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s)
     c->app_head = (c->app_head + 1) % ZKR__REPORT_MAX;
     c->app_n--;
     return 1;
+}
+
+void zkr__session_tell_locked(zkr_client_t *c, zkr_state_t s)
+{
+    ring_push(c->reports, c->rep_head, &c->rep_n, s);
+    zkr__wake_callbacks_locked(c);
 }
 
 static void apply_locked(zkr_client_t *c, zkr__sm_effect_t e)
