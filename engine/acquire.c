@@ -1,4 +1,4 @@
-/* The blocking acquire: a record of the one machine (aop_step.c), run by
+/* The blocking acquire: a record of the one machine (record_step.c), run by
  * the one executor (the client thread) like every other acquire; the
  * caller waits on the record's own condition variable for its end, and
  * takes the result.  The executor ends it at its deadline whatever is in
@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "engine/aop.h"
+#include "engine/record.h"
 
 /* Nothing to hand over to a caller that has left: deliver_one deleted a
  * granted node already (the record was cancelled). */
@@ -33,7 +33,7 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     zkr_client_t *c = t->c;
     memset(out, 0, sizeof *out);
     zkr__async_use(c);
-    zkr__aop_t *op = zkr__aop_new(t, deadline);
+    zkr__record_t *op = zkr__record_new(t, deadline);
     if (!op)
         return ZKR_ENOMEM;
     op->waited = 1;
@@ -55,18 +55,18 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     }
     op->need_parents = dir_missing; /* the parents, then the create: one round trip */
     pthread_mutex_lock(&c->mu);
-    int rc = zkr__aop_add_locked(c, op);
+    int rc = zkr__record_add_locked(c, op);
     if (rc != ZKR_OK) {
         pthread_mutex_unlock(&c->mu);
         zkr__node_delete_nowait(c, &op->node);
-        zkr__aop_free(op);
+        zkr__record_free(op);
         return rc;
     }
     pthread_mutex_unlock(&c->mu);
     if (op->node.track) /* (the track's lock is c->mu) */
         zkr__track_set_waiter(c, op->node.track, op->id);
     pthread_mutex_lock(&c->mu);
-    zkr__aop_wake_locked(c, op, 0); /* the client thread sends the create, or decides */
+    zkr__record_wake_locked(c, op, 0); /* the client thread sends the create, or decides */
     pthread_mutex_unlock(&c->mu);
 
     int64_t give_up = zkr__hard_deadline(deadline);
@@ -87,12 +87,12 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
         memset(&op->granted, 0, sizeof op->granted);
         op->taken = op->delivered = 1;
         /* answers still in flight only clean up; the client thread frees it */
-        zkr__aop_maybe_free_locked(c, op);
+        zkr__record_maybe_free_locked(c, op);
     } else {
         /* Gone before its end: the executor ends it, and undoes a grant. */
         rc = c->closing ? ZKR_ECLOSED : ZKR_ETIMEDOUT;
         op->cancel = 1;
-        zkr__aop_wake_locked(c, op, 0);
+        zkr__record_wake_locked(c, op, 0);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;

@@ -3,7 +3,7 @@
  * deadline; a delivered state, a release nearby or an outside deletion
  * makes an acquire look again; close ends the rest), starting and
  * cancelling an asynchronous acquire, the asynchronous release, and the
- * program's dispatch (mode, event descriptor, dispatch call).  See aop.h
+ * program's dispatch (mode, event descriptor, dispatch call).  See record.h
  * for the threads. */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine/aop.h"
+#include "engine/record.h"
 
 #define STEPS_PER_RUN 256
 
@@ -23,47 +23,47 @@ static _Thread_local const zkr_client_t *dispatching;
 
 static int pending_locked(const zkr_client_t *c)
 {
-    return c->aready != NULL;
+    return c->ready_head != NULL;
 }
 
 /* What the callback thread delivers: the library's own ends, and the
  * program's in ZKR_DISPATCH_THREAD mode. */
 static int deliver_which(const zkr_client_t *c)
 {
-    return ZKR__DELIVER_OWN | (c->adispatch == ZKR_DISPATCH_THREAD ? ZKR__DELIVER_PROGRAM : 0);
+    return ZKR__DELIVER_OWN | (c->dispatch_mode == ZKR_DISPATCH_THREAD ? ZKR__DELIVER_PROGRAM : 0);
 }
 
 static int deliver_pending_locked(const zkr_client_t *c)
 {
-    return c->ainner != NULL || (c->adispatch == ZKR_DISPATCH_THREAD && c->adone != NULL);
+    return c->own_ended_head != NULL || (c->dispatch_mode == ZKR_DISPATCH_THREAD && c->ended_head != NULL);
 }
 
-static int deliver_locked(zkr_client_t *c)
+static int deliver_relocking(zkr_client_t *c)
 {
-    return !c->closing && zkr__aop_deliver_one_locked(c, deliver_which(c));
+    return !c->closing && zkr__record_deliver_one_relocking(c, deliver_which(c));
 }
 
-static int64_t run_locked(zkr_client_t *c)
+static int64_t run_relocking(zkr_client_t *c)
 {
-    for (int n = 0; n < STEPS_PER_RUN && c->aready && !c->closing; n++) {
-        zkr__aop_t *op = c->aready;
-        c->aready = op->rnext;
-        if (!c->aready)
-            c->aready_tail = NULL;
+    for (int n = 0; n < STEPS_PER_RUN && c->ready_head && !c->closing; n++) {
+        zkr__record_t *op = c->ready_head;
+        c->ready_head = op->ready_next;
+        if (!c->ready_head)
+            c->ready_tail = NULL;
         pthread_mutex_unlock(&c->mu);
-        zkr__aop_step(c, op);
+        zkr__record_step(c, op);
         pthread_mutex_lock(&c->mu);
         op->in_ready = 0;
         /* news that came while it stepped: again */
         pthread_mutex_lock(&op->mu);
         if (zkr__news_any(&op->nw, op->finished))
-            zkr__aop_ready_locked(c, op);
+            zkr__record_ready_locked(c, op);
         pthread_mutex_unlock(&op->mu);
-        zkr__aop_maybe_free_locked(c, op);
+        zkr__record_maybe_free_locked(c, op);
     }
     int64_t now = zkr__now_ms();
     int64_t next = INT64_MAX;
-    for (zkr__aop_t *op = c->aops_timed > 0 ? c->aops : NULL; op; op = op->next) {
+    for (zkr__record_t *op = c->records_timed > 0 ? c->records : NULL; op; op = op->next) {
         if (!op->timed || op->expired)
             continue;
         pthread_mutex_lock(&op->mu);
@@ -75,7 +75,7 @@ static int64_t run_locked(zkr_client_t *c)
             due = op->end_by;
             if (due <= now) {
                 op->expired = 1;
-                zkr__aop_wake_locked(c, op, 0);
+                zkr__record_wake_locked(c, op, 0);
                 continue;
             }
         } else if (inflight > 0) {
@@ -85,38 +85,38 @@ static int64_t run_locked(zkr_client_t *c)
             due = zkr__hard_deadline(op->deadline);
             if (due <= now) {
                 op->expired = 1;
-                zkr__aop_wake_locked(c, op, 0);
+                zkr__record_wake_locked(c, op, 0);
                 continue;
             }
         } else {
             /* (a retry's pause: not_before, cleared once it has passed) */
             due = op->not_before > 0 && op->not_before < op->deadline ? op->not_before : op->deadline;
             if (due <= now) {
-                zkr__aop_wake_locked(c, op, 0);
+                zkr__record_wake_locked(c, op, 0);
                 continue;
             }
         }
         if (due < next)
             next = due;
     }
-    return c->aready ? now : next;
+    return c->ready_head ? now : next;
 }
 
 static void state_locked(zkr_client_t *c, zkr_state_t s)
 {
     (void)s;
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
+    for (zkr__record_t *op = c->records; op; op = op->next) {
         if (!op->finished) /* after RECONNECTED the watch may be gone: look again */
-            zkr__aop_wake_locked(c, op, 1);
+            zkr__record_wake_locked(c, op, 1);
     }
 }
 
 static void wake_path(zkr_client_t *c, const char *path)
 {
     pthread_mutex_lock(&c->mu);
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
+    for (zkr__record_t *op = c->records; op; op = op->next) {
         if (!op->finished && op->watching && strcmp(op->watching, path) == 0)
-            zkr__aop_wake_locked(c, op, 1);
+            zkr__record_wake_locked(c, op, 1);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -131,8 +131,8 @@ static void close_all(zkr_client_t *c)
     /* The client thread is gone and every ZooKeeper completion has run:
      * only the program's threads (dispatch, cancel) may still look. */
     pthread_mutex_lock(&c->mu);
-    c->aready = c->aready_tail = NULL;
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
+    c->ready_head = c->ready_tail = NULL;
+    for (zkr__record_t *op = c->records; op; op = op->next) {
         op->in_ready = 0;
         if (op->finished)
             continue;
@@ -145,45 +145,45 @@ static void close_all(zkr_client_t *c)
         zkr__track_remove(c, op->node.track, NULL);
         op->lease.track = op->node.track = NULL;
         pthread_mutex_lock(&c->mu);
-        zkr__aop_finish_locked(c, op, ZKR_ECLOSED);
+        zkr__record_finish_locked(c, op, ZKR_ECLOSED);
     }
-    while (zkr__aop_deliver_one_locked(c, ZKR__DELIVER_OWN | ZKR__DELIVER_PROGRAM))
+    while (zkr__record_deliver_one_relocking(c, ZKR__DELIVER_OWN | ZKR__DELIVER_PROGRAM))
         ;
     /* Wait for completions another thread's dispatch is running. */
     for (;;) {
-        zkr__aop_t *op = c->aops;
+        zkr__record_t *op = c->records;
         while (op && op->delivered)
             op = op->next;
         if (!op)
             break;
         pthread_cond_wait(&c->cond, &c->mu);
     }
-    while (c->aops) {
-        zkr__aop_t *op = c->aops;
-        c->aops = op->next;
-        zkr__aop_free(op);
+    while (c->records) {
+        zkr__record_t *op = c->records;
+        c->records = op->next;
+        zkr__record_free(op);
     }
-    c->aops_tail = NULL;
+    c->records_tail = NULL;
     pthread_mutex_unlock(&c->mu);
 }
 
 static void free_all(zkr_client_t *c)
 {
-    while (c->aops) {
-        zkr__aop_t *op = c->aops;
-        c->aops = op->next;
-        zkr__aop_free(op);
+    while (c->records) {
+        zkr__record_t *op = c->records;
+        c->records = op->next;
+        zkr__record_free(op);
     }
-    if (c->afd >= 0)
-        close(c->afd);
-    c->afd = -1;
+    if (c->event_fd >= 0)
+        close(c->event_fd);
+    c->event_fd = -1;
 }
 
 /* The client is closing: blocking callers leave at once (ZKR_ECLOSED;
  * what their acquires made goes with the session).  c->mu held. */
 static void closing_locked(zkr_client_t *c)
 {
-    for (zkr__aop_t *op = c->aops; op; op = op->next) {
+    for (zkr__record_t *op = c->records; op; op = op->next) {
         if (!op->waited)
             continue;
         pthread_mutex_lock(&op->mu);
@@ -197,17 +197,17 @@ static void closing_locked(zkr_client_t *c)
  * looks again (and finds it gone).  c->mu held. */
 static void wake_id_locked(zkr_client_t *c, uint64_t id)
 {
-    zkr__aop_t *op = zkr__aop_find_locked(c, id);
+    zkr__record_t *op = zkr__record_find_locked(c, id);
     if (op && !op->finished)
-        zkr__aop_wake_locked(c, op, 1);
+        zkr__record_wake_locked(c, op, 1);
 }
 
 static const zkr__hooks_t hooks = {
     .closing_locked = closing_locked,
     .wake_id_locked = wake_id_locked,
-    .run_locked = run_locked,
+    .run_relocking = run_relocking,
     .pending_locked = pending_locked,
-    .deliver_locked = deliver_locked,
+    .deliver_relocking = deliver_relocking,
     .deliver_pending_locked = deliver_pending_locked,
     .state_locked = state_locked,
     .wake_path = wake_path,
@@ -225,20 +225,20 @@ void zkr__async_use(zkr_client_t *c)
 
 /* Cancel owner's acquires and let go of what they point to in it (c->mu
  * held). */
-static void forget_locked(zkr_client_t *c, zkr__aop_t *op)
+static void forget_locked(zkr_client_t *c, zkr__record_t *op)
 {
     op->owner = NULL;
     op->speculate = NULL; /* the object's: it may be freed next */
     if (!op->taken)
         op->cancel = 1;
     if (!op->finished)
-        zkr__aop_wake_locked(c, op, 0);
+        zkr__record_wake_locked(c, op, 0);
 }
 
 void zkr__async_forget(zkr_client_t *c, const void *owner)
 {
     pthread_mutex_lock(&c->mu);
-    for (zkr__aop_t *op = c->aops; op; op = op->next)
+    for (zkr__record_t *op = c->records; op; op = op->next)
         if (op->owner == owner)
             forget_locked(c, op);
     pthread_mutex_unlock(&c->mu);
@@ -248,8 +248,8 @@ void zkr__async_detach(zkr_client_t *c, const void *owner)
 {
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        zkr__aop_t *busy = NULL;
-        for (zkr__aop_t *op = c->aops; op; op = op->next) {
+        zkr__record_t *busy = NULL;
+        for (zkr__record_t *op = c->records; op; op = op->next) {
             if (op->owner == owner) {
                 forget_locked(c, op);
                 op->detached = 1;
@@ -274,18 +274,18 @@ int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr
 {
     zkr_client_t *c = t->c;
     zkr__async_use(c);
-    zkr__aop_t *op = zkr__aop_new(t, zkr__deadline(timeout_ms));
+    zkr__record_t *op = zkr__record_new(t, zkr__deadline(timeout_ms));
     if (!op)
         return ZKR_ENOMEM;
     op->done = *done;
     pthread_mutex_lock(&c->mu);
-    int rc = zkr__aop_add_locked(c, op);
+    int rc = zkr__record_add_locked(c, op);
     if (rc != ZKR_OK) {
         pthread_mutex_unlock(&c->mu);
-        zkr__aop_free(op);
+        zkr__record_free(op);
         return rc;
     }
-    zkr__aop_wake_locked(c, op, 0); /* the client thread sends its create, in order */
+    zkr__record_wake_locked(c, op, 0); /* the client thread sends its create, in order */
     if (id)
         *id = op->id;
     pthread_mutex_unlock(&c->mu);
@@ -296,9 +296,9 @@ int zkr__async_start(const zkr__async_target_t *t, int64_t timeout_ms, const zkr
 
 static void release_done(zkr_client_t *c, int rc, void *arg)
 {
-    zkr__aop_t *op = arg;
+    zkr__record_t *op = arg;
     pthread_mutex_lock(&c->mu);
-    zkr__aop_finish_locked(c, op, rc);
+    zkr__record_finish_locked(c, op, rc);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -315,7 +315,7 @@ static void deliver_release(zkr_client_t *c, int rc, zkr__node_t *node, const zk
 int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, void *ctx)
 {
     zkr__async_use(c);
-    zkr__aop_t *op = zkr__aop_alloc();
+    zkr__record_t *op = zkr__record_alloc();
     if (!op)
         return ZKR_ENOMEM;
     op->c = c;
@@ -329,13 +329,13 @@ int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, vo
     int rc = zkr__client_enter(c); /* ZKR_ECLOSED once closing */
     if (rc == ZKR_OK) {
         pthread_mutex_lock(&c->mu);
-        rc = zkr__aop_add_locked(c, op);
+        rc = zkr__record_add_locked(c, op);
         pthread_mutex_unlock(&c->mu);
         if (rc != ZKR_OK)
             zkr__client_leave(c);
     }
     if (rc != ZKR_OK) {
-        zkr__aop_free(op);
+        zkr__record_free(op);
         return rc;
     }
     zkr__node_delete_cb(c, node, release_done, op);
@@ -348,12 +348,12 @@ int zkr_async_cancel(zkr_client_t *c, uint64_t id)
     if (!c || id == 0)
         return ZKR_EINVAL;
     pthread_mutex_lock(&c->mu);
-    zkr__aop_t *op = zkr__aop_find_locked(c, id);
+    zkr__record_t *op = zkr__record_find_locked(c, id);
     int rc = (op && !op->taken) ? ZKR_OK : ZKR_ENONODE;
     if (rc == ZKR_OK) {
         op->cancel = 1;
         if (!op->finished)
-            zkr__aop_wake_locked(c, op, 0);
+            zkr__record_wake_locked(c, op, 0);
     }
     pthread_mutex_unlock(&c->mu);
     return rc;
@@ -367,7 +367,7 @@ int zkr_client_set_dispatch(zkr_client_t *c, zkr_dispatch_mode_t mode)
     pthread_mutex_lock(&c->mu);
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
     if (rc == ZKR_OK) {
-        c->adispatch = mode;
+        c->dispatch_mode = mode;
         zkr__wake_callbacks_locked(c);
     }
     pthread_mutex_unlock(&c->mu);
@@ -381,15 +381,15 @@ int zkr_client_fd(zkr_client_t *c)
     zkr__async_use(c);
     pthread_mutex_lock(&c->mu);
     int rc = c->closing ? ZKR_ECLOSED : ZKR_OK;
-    if (rc == ZKR_OK && c->afd < 0) {
-        c->afd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->afd < 0)
+    if (rc == ZKR_OK && c->event_fd < 0) {
+        c->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->event_fd < 0)
             rc = ZKR_ESYSTEM;
-        else if (c->adone)
-            zkr__aop_raise_fd_locked(c);
+        else if (c->ended_head)
+            zkr__record_raise_fd_locked(c);
     }
     if (rc == ZKR_OK)
-        rc = c->afd;
+        rc = c->event_fd;
     pthread_mutex_unlock(&c->mu);
     return rc;
 }
@@ -403,13 +403,13 @@ int zkr_client_dispatch(zkr_client_t *c)
     dispatching = c;
     pthread_mutex_lock(&c->mu);
     int waiting = 0;
-    for (zkr__aop_t *op = c->adone; op; op = op->dnext)
+    for (zkr__record_t *op = c->ended_head; op; op = op->ended_next)
         waiting++;
     int ran = 0;
-    while (ran < waiting && zkr__aop_deliver_one_locked(c, ZKR__DELIVER_PROGRAM))
+    while (ran < waiting && zkr__record_deliver_one_relocking(c, ZKR__DELIVER_PROGRAM))
         ran++;
-    if (!c->adone)
-        zkr__aop_lower_fd_locked(c);
+    if (!c->ended_head)
+        zkr__record_lower_fd_locked(c);
     pthread_mutex_unlock(&c->mu);
     dispatching = outer;
     return ran;

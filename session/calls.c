@@ -29,7 +29,7 @@ int zkr__client_on_own_thread(const zkr_client_t *c)
     return is_thread(&c->cb_started, c->cb_thread) || is_thread(&c->thread_started, c->thread);
 }
 
-int zkr__callback_wait_locked(zkr_client_t *c, const void *obj)
+int zkr__callback_wait_relocking(zkr_client_t *c, const void *obj)
 {
     /* Callbacks run only on the callback thread, one at a time: on that
      * thread, obj's callback running means we are inside it.  The client

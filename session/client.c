@@ -179,19 +179,19 @@ static void *client_main(void *arg)
     while (!c->closing) {
         c->woken = 0; /* what comes from here on is seen below */
         zkr__session_process_locked(c);
-        int64_t next = zkr__session_tick_locked(c);
+        int64_t next = zkr__session_tick_relocking(c);
         if (c->closing)
             break;
         zkr__session_process_locked(c); /* what came while it rebuilt */
         apply_states_locked(c);
-        zkr__session_close_retired_locked(c);
+        zkr__session_close_retired_relocking(c);
         int64_t d = zkr__deletes_run_locked(c);
         if (d < next)
             next = d;
         d = zkr__tracks_watch_locked(c);
         if (d < next)
             next = d;
-        if (c->hooks && (d = c->hooks->run_locked(c)) < next)
+        if (c->hooks && (d = c->hooks->run_relocking(c)) < next)
             next = d;
         /* A wake that came while c->mu was dropped in this round (a step)
          * may have changed a timer read above: another round. */
@@ -215,13 +215,13 @@ static void *callback_main(void *arg)
         c->cb_woken = 0;
         /* One state at a time: its listeners, then the hold listeners told
          * what they have not been told, before the next state. */
-        if (zkr__listeners_deliver_next_locked(c)) {
-            zkr__tracks_notify_locked(c);
+        if (zkr__listeners_deliver_next_relocking(c)) {
+            zkr__tracks_notify_relocking(c);
             continue;
         }
-        if (zkr__tracks_notify_locked(c) || zkr__subs_run_next_locked(c))
+        if (zkr__tracks_notify_relocking(c) || zkr__subs_run_next_relocking(c))
             continue;
-        if (c->hooks && c->hooks->deliver_locked(c))
+        if (c->hooks && c->hooks->deliver_relocking(c))
             continue;
         if (!c->cb_woken && !callbacks_pending_locked(c) && !c->closing)
             pthread_cond_wait(&c->cb_wake, &c->mu);
@@ -292,7 +292,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     c->sm.state = ZKR_STATE_LATENT;
     c->lost_deadline = INT64_MAX;
     c->track_timer_at = INT64_MAX;
-    c->afd = -1;
+    c->event_fd = -1;
     *out = c;
     return ZKR_OK;
 }

@@ -51,13 +51,13 @@ int zkr__zh_answer(zhandle_t *zh, int zrc);
 typedef struct zkr__hooks {
     /* Client thread, c->mu held (may drop it): step what has news, end what
      * is past its deadline; returns the next time it is due. */
-    int64_t (*run_locked)(zkr_client_t *c);
-    /* c->mu held: 1 if run_locked has work now. */
+    int64_t (*run_relocking)(zkr_client_t *c);
+    /* c->mu held: 1 if run_relocking has work now. */
     int (*pending_locked)(const zkr_client_t *c);
     /* Callback thread, c->mu held (dropped around the call): deliver one
      * ended acquire or release whose completion runs there; 1 if it did. */
-    int (*deliver_locked)(zkr_client_t *c);
-    /* c->mu held: 1 if deliver_locked has work now. */
+    int (*deliver_relocking)(zkr_client_t *c);
+    /* c->mu held: 1 if deliver_relocking has work now. */
     int (*deliver_pending_locked)(const zkr_client_t *c);
     /* Client thread, c->mu held: state s happened (applied to the holds;
      * the listeners hear of it on the callback thread). */

@@ -3,13 +3,13 @@
  * it; tests/test_layers.sh checks it): errors.c, log.c, options.c,
  * states.c, calls.c, session.c, subs.c, tracks.c, listeners.c,
  * deletes.c, combine.c, client.c.  The recipes never include it: they use
- * session/core.h.  The engine's asynchronous acquires (engine/aop.h) use the
+ * session/core.h.  The engine's asynchronous acquires (engine/record.h) use the
  * client mutex and their own fields below.
  *
  * Locks, in the only order they may be taken:
  *   1. a lock object's own mutex (zkr_mutex_t.mu, ...), recipes only;
  *   2. c->mu, the client mutex;
- *   3. an acquire's own op->mu (engine/aop.h: its news, requests in flight
+ *   3. an acquire's own op->mu (engine/record.h: its news, requests in flight
  *      and its blocking caller's wake-up; a completion for a blocking
  *      acquire takes it alone);
  *   4. a handle's h->req_mu (combine.c, session.c: its registered requests
@@ -18,6 +18,10 @@
  *   5. ZooKeeper's own locks (inside zoo_a* calls).
  * The program's log function may be called with c->mu held (see
  * zkr_log_fn: it must not call into the library).
+ * Names: a function ending in _locked is entered and left with c->mu held
+ * and never drops it; one ending in _relocking is entered and left with
+ * it held but drops it inside (around a callback, a step, a rebuild or a
+ * wait), so what it read before may have changed after.
  * No lock of ours is held across a synchronous ZooKeeper call or a user
  * callback.  Asynchronous zoo_a* calls may be made under c->mu: they only
  * queue the request and never run their completion before returning
@@ -89,7 +93,7 @@ typedef struct zkr__listener zkr__listener_t;
 typedef struct zkr__sub zkr__sub_t;
 typedef struct zkr__sub_event zkr__sub_event_t;
 typedef struct zkr__pending_delete zkr__pending_delete_t;
-typedef struct zkr__aop zkr__aop_t;
+typedef struct zkr__record zkr__record_t;
 
 struct zkr_client {
     /* ---- set by zkr_client_open, constant afterwards (no lock) ---- */
@@ -177,17 +181,17 @@ struct zkr_client {
 
     /* ---- engine/async*.c: asynchronous acquires (owned by the engine;
      * the core never touches them) ---- */
-    zkr__aop_t *aops, *aops_tail;   /* every one not yet freed, oldest first */
-    int aops_timed;                 /* asynchronous acquires not ended: the
+    zkr__record_t *records, *records_tail;   /* every one not yet freed, oldest first */
+    int records_timed;                 /* asynchronous acquires not ended: the
                                        client thread keeps their deadlines */
-    zkr__aop_t *aready, *aready_tail; /* with something for the client thread */
-    zkr__aop_t *adone, *adone_tail; /* completions waiting to be dispatched */
-    zkr__aop_t *ainner, *ainner_tail; /* the library's own (on_client):
+    zkr__record_t *ready_head, *ready_tail; /* with something for the client thread */
+    zkr__record_t *ended_head, *ended_tail; /* completions waiting to be dispatched */
+    zkr__record_t *own_ended_head, *own_ended_tail; /* the library's own (on_client):
                                          delivered by the client thread */
-    int adispatch;            /* zkr_dispatch_mode_t */
-    int afd;                  /* eventfd (zkr_client_fd), -1 until asked */
-    int afd_raised;           /* afd is readable */
-    uint64_t next_aop_id;
+    int dispatch_mode;            /* zkr_dispatch_mode_t */
+    int event_fd;                  /* eventfd (zkr_client_fd), -1 until asked */
+    int event_fd_raised;           /* event_fd is readable */
+    uint64_t next_record_id;
 
     /* ---- callbacks (listeners, hold listeners, subscriptions) ---- */
     void *calling;            /* the object whose callback runs now */
@@ -228,7 +232,7 @@ void zkr__handle_close(zkr__zh_t *h);
 void zkr__session_process_locked(zkr_client_t *c);
 /* The LOST timer and the rebuild, as due.  c->mu held, may be dropped.
  * Returns the next time something is due. */
-int64_t zkr__session_tick_locked(zkr_client_t *c);
+int64_t zkr__session_tick_relocking(zkr_client_t *c);
 /* The oldest state not yet applied to the holds and acquires (client
  * thread): 1 and *s, or 0 if none.  c->mu held. */
 int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s);
@@ -237,7 +241,7 @@ int zkr__session_next_state_locked(zkr_client_t *c, zkr_state_t *s);
 void zkr__session_tell_locked(zkr_client_t *c, zkr_state_t s);
 /* Close retired handles nobody uses any more (each on a thread of its
  * own), and join the threads that have closed theirs.  c->mu held. */
-void zkr__session_close_retired_locked(zkr_client_t *c);
+void zkr__session_close_retired_relocking(zkr_client_t *c);
 /* Join every closer thread (close, once the client thread is gone). */
 void zkr__session_join_closers(zkr_client_t *c);
 /* Record the answer to a request on h: "session expired/moved" on the
@@ -255,13 +259,13 @@ extern void (*zkr__test_rebuild_pause)(void);
 /* ---- listeners.c ---- */
 /* Tell the next queued state to the listeners (callback thread).  c->mu
  * held, dropped around each call.  Returns 1 if there was one. */
-int zkr__listeners_deliver_next_locked(zkr_client_t *c);
+int zkr__listeners_deliver_next_relocking(zkr_client_t *c);
 void zkr__listeners_free(zkr_client_t *c);
 
 /* ---- subs.c ---- */
 /* Run one queued subscription event.  c->mu held, dropped around the
  * call.  Returns 1 if there was one. */
-int zkr__subs_run_next_locked(zkr_client_t *c);
+int zkr__subs_run_next_relocking(zkr_client_t *c);
 void zkr__subs_free(zkr_client_t *c);
 
 /* ---- tracks.c ---- */
@@ -270,7 +274,7 @@ void zkr__subs_free(zkr_client_t *c);
 void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s);
 /* Tell hold listeners whatever they have not been told.  c->mu held,
  * dropped around each call.  Returns 1 if it called one. */
-int zkr__tracks_notify_locked(zkr_client_t *c);
+int zkr__tracks_notify_relocking(zkr_client_t *c);
 void zkr__tracks_free(zkr_client_t *c);
 /* Send the self watches that are due.  c->mu held (asynchronous calls
  * only).  Returns the next time one is due. */
@@ -303,6 +307,6 @@ void zkr__callback_begin_locked(zkr_client_t *c, void *obj);
 void zkr__callback_end_locked(zkr_client_t *c);
 /* Wait until `obj`'s callback is not running, unless the caller is that
  * callback itself (returns 1 then).  c->mu held. */
-int zkr__callback_wait_locked(zkr_client_t *c, const void *obj);
+int zkr__callback_wait_relocking(zkr_client_t *c, const void *obj);
 
 #endif

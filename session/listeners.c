@@ -55,7 +55,7 @@ int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx)
         return ZKR_ENONODE;
     }
     l->removed = 1; /* stays linked (the runner may be walking past it) */
-    zkr__callback_wait_locked(c, l);
+    zkr__callback_wait_relocking(c, l);
     zkr__wake_callbacks_locked(c);
     pthread_mutex_unlock(&c->mu);
     return ZKR_OK;
@@ -74,7 +74,7 @@ static void reap_removed_locked(zkr_client_t *c)
     }
 }
 
-int zkr__listeners_deliver_next_locked(zkr_client_t *c)
+int zkr__listeners_deliver_next_relocking(zkr_client_t *c)
 {
     if (c->rep_n == 0) {
         reap_removed_locked(c);

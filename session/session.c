@@ -342,7 +342,7 @@ void (*zkr__test_rebuild_pause)(void);
 /* Replace the current handle by a new session.  c->mu held; dropped while
  * the new handle is made (its first events are queued meanwhile under its
  * own, newer, generation and processed once it is current). */
-static void rebuild_locked(zkr_client_t *c)
+static void rebuild_relocking(zkr_client_t *c)
 {
     c->need_rebuild = 0;
     unsigned gen = ++c->gen_seq;
@@ -376,13 +376,13 @@ static void rebuild_locked(zkr_client_t *c)
     zkr__log(c, ZKR_LOG_INFO, "session lost: opening a new one");
 }
 
-int64_t zkr__session_tick_locked(zkr_client_t *c)
+int64_t zkr__session_tick_relocking(zkr_client_t *c)
 {
     int64_t now = zkr__now_ms();
     if (c->sm.state == ZKR_STATE_SUSPENDED && now >= c->lost_deadline)
         apply_locked(c, zkr__sm_lost_timer(&c->sm));
     if (c->need_rebuild && now >= c->rebuild_at) {
-        rebuild_locked(c);
+        rebuild_relocking(c);
         if (c->need_rebuild)
             c->rebuild_at = zkr__now_ms() + 1000;
     }
@@ -430,7 +430,7 @@ void zkr__session_join_closers(zkr_client_t *c)
  * so a retired handle is closed on a thread of its own: the client thread
  * must go on reporting the new session meanwhile.  Finished closers are
  * joined here; zkr_client_close joins the rest. */
-void zkr__session_close_retired_locked(zkr_client_t *c)
+void zkr__session_close_retired_relocking(zkr_client_t *c)
 {
     join_finished_closers_locked(c);
     for (zkr__zh_t **p = &c->retired; *p;) {

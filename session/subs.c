@@ -96,7 +96,7 @@ void zkr__sub_remove(zkr_client_t *c, void *ctx)
             continue;
         *p = s->next;
         s->fn = NULL; /* no new calls */
-        if (zkr__callback_wait_locked(c, s))
+        if (zkr__callback_wait_relocking(c, s))
             s->removed = 1; /* inside its own call: the runner frees it */
         else
             free(s);
@@ -105,7 +105,7 @@ void zkr__sub_remove(zkr_client_t *c, void *ctx)
     pthread_mutex_unlock(&c->mu);
 }
 
-int zkr__subs_run_next_locked(zkr_client_t *c)
+int zkr__subs_run_next_relocking(zkr_client_t *c)
 {
     zkr__sub_event_t *e = c->sev_head;
     if (!e)

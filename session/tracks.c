@@ -272,7 +272,7 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watche
     if (watched)
         *watched = t->watched;
     zkr_hold_state_t st = t->state;
-    int inside = zkr__callback_wait_locked(c, t);
+    int inside = zkr__callback_wait_relocking(c, t);
     if (inside)
         t->removed = 1; /* freed by the notifier after this call */
     pthread_mutex_unlock(&c->mu);
@@ -363,7 +363,7 @@ void zkr__tracks_apply_locked(zkr_client_t *c, zkr_state_t s)
         zkr__wake_callbacks_locked(c);
 }
 
-int zkr__tracks_notify_locked(zkr_client_t *c)
+int zkr__tracks_notify_relocking(zkr_client_t *c)
 {
     if (!c->tracks_dirty)
         return 0;

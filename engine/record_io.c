@@ -2,7 +2,7 @@
  * (asynchronous calls only, on the current handle: a queue node's create
  * and listing through the handle's combiner, everything else registered
  * on the handle while in flight) and the completions and watches that
- * record the answers as news for the next step (see aop.h). */
+ * record the answers as news for the next step (see record.h). */
 #include "config.h"
 
 #include <stddef.h>
@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/aop.h"
+#include "engine/record.h"
 
 /* ---- completions and watches (ZooKeeper's completion thread) ---- */
 
 /* After op's sends, and after each answer: nothing in flight, nothing
  * registered.  op->mu held. */
-static void sent_locked(zkr__aop_t *op)
+static void sent_locked(zkr__record_t *op)
 {
     if (op->inflight == 0)
         zkr__req_end(&op->req);
@@ -25,16 +25,16 @@ static void sent_locked(zkr__aop_t *op)
 /* After a batch is sent: if nothing of it is in flight (every send
  * failed, and was answered here), step again at once.  c->mu and op->mu
  * held. */
-static void sent_all_locked(zkr_client_t *c, zkr__aop_t *op)
+static void sent_all_locked(zkr_client_t *c, zkr__record_t *op)
 {
     sent_locked(op);
     if (op->inflight == 0)
-        zkr__aop_ready_locked(c, op);
+        zkr__record_ready_locked(c, op);
 }
 
 /* Take what a completion of op needs: c->mu, then op->mu.  An expired
  * session's answer is told to the core first. */
-static void answer_lock(zkr__aop_t *op, int rc)
+static void answer_lock(zkr__record_t *op, int rc)
 {
     zkr_client_t *c = op->c;
     if (rc == ZSESSIONEXPIRED || rc == ZSESSIONMOVED) {
@@ -48,12 +48,12 @@ static void answer_lock(zkr__aop_t *op, int rc)
 
 /* The answer is recorded: count it, give op to the client thread, and
  * unlock.  op may be freed as soon as this returns. */
-static void answer_unlock(zkr__aop_t *op)
+static void answer_unlock(zkr__record_t *op)
 {
     zkr_client_t *c = op->c;
     op->inflight--;
     sent_locked(op);
-    zkr__aop_ready_locked(c, op);
+    zkr__record_ready_locked(c, op);
     pthread_mutex_unlock(&op->mu);
     pthread_mutex_unlock(&c->mu);
 }
@@ -62,7 +62,7 @@ static void answer_unlock(zkr__aop_t *op)
  * had all been answered ZCLOSING. */
 static void op_closing(zkr__req_t *r)
 {
-    zkr__aop_t *op = (zkr__aop_t *)(void *)((char *)r - offsetof(zkr__aop_t, req));
+    zkr__record_t *op = (zkr__record_t *)(void *)((char *)r - offsetof(zkr__record_t, req));
     zkr_client_t *c = op->c;
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
@@ -74,7 +74,7 @@ static void op_closing(zkr__req_t *r)
             op->nw.create_rc = ZCLOSING;
         }
         op->nw.look = 1;
-        zkr__aop_ready_locked(c, op);
+        zkr__record_ready_locked(c, op);
     }
     pthread_mutex_unlock(&op->mu);
     pthread_mutex_unlock(&c->mu);
@@ -82,13 +82,13 @@ static void op_closing(zkr__req_t *r)
 
 /* A create's answer (copy: its path, copied), into the news of the stage's
  * create or (spec) of the lease sent ahead.  op->mu held. */
-static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const struct Stat *st)
+static void record_created(zkr__record_t *op, int spec, int rc, char *copy, const struct Stat *st)
 {
     rc = (rc == ZOK && !copy) ? ZSYSTEMERROR : rc; /* ENOMEM: as a lost reply */
     zkr__news_t *nw = &op->nw;
     int64_t czxid = st ? st->czxid : 0, owner = st ? st->ephemeralOwner : 0;
     if (spec) {
-        nw->screated = 1, nw->screate_rc = rc, nw->spath = copy, nw->sczxid = czxid, nw->sowner = owner;
+        nw->ahead_created = 1, nw->ahead_create_rc = rc, nw->ahead_path = copy, nw->ahead_czxid = czxid, nw->ahead_owner = owner;
     } else {
         op->create_inflight = 0;
         nw->created = 1, nw->create_rc = rc, nw->path = copy, nw->czxid = czxid, nw->owner = owner;
@@ -97,7 +97,7 @@ static void record_created(zkr__aop_t *op, int spec, int rc, char *copy, const s
 
 static void created(int rc, const char *value, const struct Stat *st, const void *data, int spec)
 {
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     char *copy = (rc == ZOK && value) ? strdup(value) : NULL;
     answer_lock(op, rc);
     record_created(op, spec, rc, copy, st);
@@ -106,14 +106,14 @@ static void created(int rc, const char *value, const struct Stat *st, const void
 
 static void listed(int rc, const struct String_vector *sv, const void *data, int spec)
 {
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     zkr__strvec_t kids;
     rc = zkr__listing_copy(rc, sv, &kids); /* out of memory: a failed listing */
     answer_lock(op, rc);
     zkr__news_t *nw = &op->nw;
-    zkr__strvec_free(spec ? &nw->skids : &nw->kids);
+    zkr__strvec_free(spec ? &nw->ahead_kids : &nw->kids);
     if (spec)
-        nw->slisted = 1, nw->slist_rc = rc, nw->skids = kids;
+        nw->ahead_listed = 1, nw->ahead_list_rc = rc, nw->ahead_kids = kids;
     else
         nw->listed = 1, nw->list_rc = rc, nw->kids = kids;
     answer_unlock(op);
@@ -132,7 +132,7 @@ static void list_done(int rc, const struct String_vector *sv, const void *data)
 static void count_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
     (void)st;
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     int32_t v = 0;
     if (rc == ZOK && zkr__count_parse(value, len, &v) != 0)
         rc = 1; /* not a ZooKeeper code: bad data */
@@ -148,17 +148,17 @@ static void wset_done(int rc, const char *value, int len, const struct Stat *st,
     (void)value;
     (void)len;
     (void)st;
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     answer_lock(op, rc);
-    op->nw.wset = 1;
-    op->nw.wset_rc = rc;
+    op->nw.watch_set = 1;
+    op->nw.watch_set_rc = rc;
     answer_unlock(op);
 }
 
 static void parent_done(int rc, const char *value, const void *data)
 {
     (void)value;
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     answer_lock(op, rc);
     op->nw.parents = 1;
     if (rc != ZOK && rc != ZNODEEXISTS && op->nw.parents_rc == ZOK)
@@ -168,7 +168,7 @@ static void parent_done(int rc, const char *value, const void *data)
 
 static void exists_done(int rc, const struct Stat *st, const void *data)
 {
-    zkr__aop_t *op = (zkr__aop_t *)data;
+    zkr__record_t *op = (zkr__record_t *)data;
     answer_lock(op, rc);
     op->nw.existed = 1;
     op->nw.exists_rc = rc;
@@ -178,12 +178,12 @@ static void exists_done(int rc, const struct Stat *st, const void *data)
 }
 
 /* The lease sent ahead behind locks/ (the semaphore's one round trip). */
-static void spec_create_done(int rc, const char *value, const struct Stat *st, const void *data)
+static void ahead_create_done(int rc, const char *value, const struct Stat *st, const void *data)
 {
     created(rc, value, st, data, 1);
 }
 
-static void spec_list_done(int rc, const struct String_vector *sv, const void *data)
+static void ahead_list_done(int rc, const struct String_vector *sv, const void *data)
 {
     listed(rc, sv, data, 1);
 }
@@ -198,7 +198,7 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
         return;
     zkr_client_t *c = h->c;
     pthread_mutex_lock(&c->mu);
-    zkr__aop_t *op = zkr__aop_find_locked(c, (uint64_t)(uintptr_t)ctx);
+    zkr__record_t *op = zkr__record_find_locked(c, (uint64_t)(uintptr_t)ctx);
     if (op && !op->finished) {
         pthread_mutex_lock(&op->mu);
         op->nw.look = 1;
@@ -207,7 +207,7 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
         if (type == ZOO_DELETED_EVENT && path && op->watching_first && op->watching &&
             strcmp(path, op->watching) == 0)
             op->nw.gone_first = 1;
-        zkr__aop_ready_locked(c, op);
+        zkr__record_ready_locked(c, op);
         pthread_mutex_unlock(&op->mu);
     }
     pthread_mutex_unlock(&c->mu);
@@ -215,7 +215,7 @@ static void watch_fn(zhandle_t *zh, int type, int state, const char *path, void 
 
 /* ---- sending (asynchronous calls only) ---- */
 
-static zhandle_t *current_locked(zkr_client_t *c, zkr__aop_t *op)
+static zhandle_t *current_locked(zkr_client_t *c, zkr__record_t *op)
 {
     if (!c->cur || c->closing)
         return NULL;
@@ -225,14 +225,14 @@ static zhandle_t *current_locked(zkr_client_t *c, zkr__aop_t *op)
     return c->cur->zh;
 }
 
-const char *zkr__aop_stage_dir(const zkr__aop_t *op)
+const char *zkr__record_stage_dir(const zkr__record_t *op)
 {
     return op->in_lease ? op->leases_dir : op->dir;
 }
 
 /* The lease stage's look: the leases with a children watch, and the shared
  * count with a data watch. */
-static void send_lease_look_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *zh)
+static void send_lease_look_locked(zkr_client_t *c, zkr__record_t *op, zhandle_t *zh)
 {
     void *wctx = (void *)(uintptr_t)op->id;
     op->lsession = c->cur->session_id;
@@ -256,34 +256,34 @@ static void send_lease_look_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *z
 
 /* Nothing could be sent: the create is answered here (a local refusal,
  * not the server's: nothing can exist). */
-static void create_local_locked(zkr_client_t *c, zkr__aop_t *op, int zrc)
+static void create_local_locked(zkr_client_t *c, zkr__record_t *op, int zrc)
 {
     op->nw.created = 1;
     op->nw.create_rc = zrc;
     op->nw.create_local = 1;
     sent_locked(op);
-    zkr__aop_ready_locked(c, op);
+    zkr__record_ready_locked(c, op);
 }
 
 /* The lease, its create and the leases' listing (no watch: we may not
  * hold locks/ yet) right behind the locks/ create and listing. */
-static void send_spec_lease_locked(zkr_client_t *c, zkr__aop_t *op, zhandle_t *zh)
+static void send_lease_ahead_locked(zkr_client_t *c, zkr__record_t *op, zhandle_t *zh)
 {
     char *path = NULL;
-    if (zkr__uuid(op->suuid) == 0)
-        path = zkr__protected_path(op->leases_dir, op->suuid, ZKR__LEASE_MARKER);
-    if (path && zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, spec_create_done,
+    if (zkr__uuid(op->ahead_uuid) == 0)
+        path = zkr__protected_path(op->leases_dir, op->ahead_uuid, ZKR__LEASE_MARKER);
+    if (path && zoo_acreate2(zh, path, "", 0, zkr__client_acl(c), ZOO_EPHEMERAL_SEQUENTIAL, ahead_create_done,
                              op) == ZOK) {
         op->inflight++;
         op->spec = 1;
-        if (zoo_aget_children(zh, op->leases_dir, 0, spec_list_done, op) == ZOK)
+        if (zoo_aget_children(zh, op->leases_dir, 0, ahead_list_done, op) == ZOK)
             op->inflight++;
     }
     free(path);
 }
 
 /* Direct: the create, then what decides behind it. */
-static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
+static void send_create_direct_locked(zkr_client_t *c, zkr__record_t *op, int spec)
 {
     zhandle_t *zh = current_locked(c, op);
     if (!zh) {
@@ -312,14 +312,14 @@ static void send_create_direct_locked(zkr_client_t *c, zkr__aop_t *op, int spec)
         if (zoo_aget_children(zh, op->dir, 0, list_done, op) == ZOK)
             op->inflight++;
         if (spec)
-            send_spec_lease_locked(c, op, zh);
+            send_lease_ahead_locked(c, op, zh);
     }
     sent_all_locked(c, op);
 }
 
 typedef struct parents_send {
     zhandle_t *zh;
-    zkr__aop_t *op;
+    zkr__record_t *op;
 } parents_send_t;
 
 /* One parent, sent (op->mu held); the walk goes on whatever happened. */
@@ -333,18 +333,18 @@ static int send_parent(void *ctx, const char *p, const struct ACL_vector *acl, i
 
 /* The stage's directory and its ancestors as containers (each "exists" is
  * fine), counted in flight.  c->mu and op->mu held. */
-static void send_parents_inner_locked(zkr_client_t *c, zkr__aop_t *op)
+static void send_parents_inner_locked(zkr_client_t *c, zkr__record_t *op)
 {
     parents_send_t s = {current_locked(c, op), op};
     if (s.zh)
-        zkr__parents_each(c, zkr__aop_stage_dir(op), send_parent, &s);
+        zkr__parents_each(c, zkr__record_stage_dir(op), send_parent, &s);
 }
 
-void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_send_create(zkr_client_t *c, zkr__record_t *op)
 {
     char *path = NULL;
     if (zkr__uuid(op->uuid) == 0)
-        path = zkr__protected_path(zkr__aop_stage_dir(op), op->uuid, op->in_lease ? ZKR__LEASE_MARKER : op->drv->marker);
+        path = zkr__protected_path(zkr__record_stage_dir(op), op->uuid, op->in_lease ? ZKR__LEASE_MARKER : op->drv->marker);
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
     free(op->cpath);
@@ -395,7 +395,7 @@ void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op)
 
 /* A plain listing of dir (no watch) on the current handle; a send that
  * fails is answered here. */
-static void send_list_locked(zkr_client_t *c, zkr__aop_t *op, const char *dir)
+static void send_list_locked(zkr_client_t *c, zkr__record_t *op, const char *dir)
 {
     zhandle_t *zh = current_locked(c, op);
     int zrc = ZCLOSING;
@@ -411,7 +411,7 @@ static void send_list_locked(zkr_client_t *c, zkr__aop_t *op, const char *dir)
     }
 }
 
-void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_send_look_locked(zkr_client_t *c, zkr__record_t *op)
 {
     zhandle_t *zh;
     pthread_mutex_lock(&op->mu);
@@ -427,15 +427,15 @@ void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op)
     pthread_mutex_unlock(&op->mu);
 }
 
-void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_send_recover_list_locked(zkr_client_t *c, zkr__record_t *op)
 {
     pthread_mutex_lock(&op->mu);
-    send_list_locked(c, op, zkr__aop_stage_dir(op));
+    send_list_locked(c, op, zkr__record_stage_dir(op));
     sent_all_locked(c, op);
     pthread_mutex_unlock(&op->mu);
 }
 
-void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_send_recover_exists_locked(zkr_client_t *c, zkr__record_t *op)
 {
     pthread_mutex_lock(&op->mu);
     zhandle_t *zh = current_locked(c, op);
@@ -453,7 +453,7 @@ void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op)
 
 /* The data watch on the one node the driver names (wpath, taken); `first`:
  * that node is first in the order (next in line). */
-void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first)
+void zkr__record_send_watch_locked(zkr_client_t *c, zkr__record_t *op, char *wpath, int first)
 {
     free(op->watching);
     op->watching = wpath;
@@ -464,10 +464,10 @@ void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, in
     if (zrc == ZOK) {
         op->inflight++;
     } else {
-        op->nw.wset = 1;
-        op->nw.wset_rc = zrc;
+        op->nw.watch_set = 1;
+        op->nw.watch_set_rc = zrc;
         sent_locked(op);
-        zkr__aop_ready_locked(c, op);
+        zkr__record_ready_locked(c, op);
     }
     pthread_mutex_unlock(&op->mu);
 }

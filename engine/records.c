@@ -1,7 +1,7 @@
 /* The acquires' records and the client's lists of them (every one, the
  * asynchronous ones ready to step, the ended ones waiting for dispatch),
  * the event descriptor a loop polls, and the delivery of one ended
- * acquire or release.  c->mu held (see aop.h). */
+ * acquire or release.  c->mu held (see record.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -9,76 +9,76 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/aop.h"
+#include "engine/record.h"
 
-zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id)
+zkr__record_t *zkr__record_find_locked(zkr_client_t *c, uint64_t id)
 {
-    for (zkr__aop_t *op = c->aops; op; op = op->next)
+    for (zkr__record_t *op = c->records; op; op = op->next)
         if (op->id == id)
             return op;
     return NULL;
 }
 
-void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_ready_locked(zkr_client_t *c, zkr__record_t *op)
 {
     if (op->release)
         return; /* a release is never stepped: its delete's answer ends it */
     if (op->in_ready)
         return;
     op->in_ready = 1;
-    op->rnext = NULL;
-    if (c->aready_tail)
-        c->aready_tail->rnext = op;
+    op->ready_next = NULL;
+    if (c->ready_tail)
+        c->ready_tail->ready_next = op;
     else
-        c->aready = op;
-    c->aready_tail = op;
+        c->ready_head = op;
+    c->ready_tail = op;
     zkr__wake_locked(c);
 }
 
-void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look)
+void zkr__record_wake_locked(zkr_client_t *c, zkr__record_t *op, int look)
 {
     pthread_mutex_lock(&op->mu);
     if (look)
         op->nw.look = 1;
-    zkr__aop_ready_locked(c, op);
+    zkr__record_ready_locked(c, op);
     pthread_mutex_unlock(&op->mu);
 }
 
-void zkr__aop_raise_fd_locked(zkr_client_t *c)
+void zkr__record_raise_fd_locked(zkr_client_t *c)
 {
-    if (c->afd < 0 || c->afd_raised)
+    if (c->event_fd < 0 || c->event_fd_raised)
         return;
     uint64_t one = 1;
-    if (write(c->afd, &one, sizeof one) == (ssize_t)sizeof one)
-        c->afd_raised = 1;
+    if (write(c->event_fd, &one, sizeof one) == (ssize_t)sizeof one)
+        c->event_fd_raised = 1;
 }
 
-void zkr__aop_lower_fd_locked(zkr_client_t *c)
+void zkr__record_lower_fd_locked(zkr_client_t *c)
 {
-    if (c->afd < 0 || !c->afd_raised)
+    if (c->event_fd < 0 || !c->event_fd_raised)
         return;
     uint64_t v;
-    if (read(c->afd, &v, sizeof v) == (ssize_t)sizeof v || errno == EAGAIN)
-        c->afd_raised = 0;
+    if (read(c->event_fd, &v, sizeof v) == (ssize_t)sizeof v || errno == EAGAIN)
+        c->event_fd_raised = 0;
 }
 
 void zkr__news_clear(zkr__news_t *nw)
 {
     free(nw->path);
-    free(nw->spath);
+    free(nw->ahead_path);
     zkr__strvec_free(&nw->kids);
-    zkr__strvec_free(&nw->skids);
+    zkr__strvec_free(&nw->ahead_kids);
     memset(nw, 0, sizeof *nw);
 }
 
 int zkr__news_any(const zkr__news_t *nw, int finished)
 {
-    return nw->created || nw->listed || nw->counted || nw->wset || nw->parents || nw->existed || nw->screated ||
-           nw->slisted || ((nw->look || nw->gone_first) && !finished);
+    return nw->created || nw->listed || nw->counted || nw->watch_set || nw->parents || nw->existed || nw->ahead_created ||
+           nw->ahead_listed || ((nw->look || nw->gone_first) && !finished);
 }
 
 /* Answers kept until the rest of the batch is answered. */
-void zkr__news_park(zkr__aop_t *op, zkr__news_t *nw)
+void zkr__news_park(zkr__record_t *op, zkr__news_t *nw)
 {
     zkr__news_t *p = &op->parked;
     if (nw->listed) {
@@ -109,7 +109,7 @@ void zkr__news_park(zkr__aop_t *op, zkr__news_t *nw)
     p->gone_first |= nw->gone_first;
 }
 
-void zkr__news_unpark(zkr__aop_t *op, zkr__news_t *nw)
+void zkr__news_unpark(zkr__record_t *op, zkr__news_t *nw)
 {
     zkr__news_t *p = &op->parked;
     if (p->listed && !nw->listed) {
@@ -140,7 +140,7 @@ void zkr__news_unpark(zkr__aop_t *op, zkr__news_t *nw)
     zkr__news_clear(p);
 }
 
-void zkr__aop_free(zkr__aop_t *op)
+void zkr__record_free(zkr__record_t *op)
 {
     zkr__news_clear(&op->nw);
     zkr__news_clear(&op->parked);
@@ -152,7 +152,7 @@ void zkr__aop_free(zkr__aop_t *op)
     zkr__node_clear(&op->node);
     zkr__node_clear(&op->lease);
     zkr__node_clear(&op->granted);
-    zkr__strvec_free(&op->skids);
+    zkr__strvec_free(&op->ahead_kids);
     free(op->rpath);
     free(op->cpath);
     zkr__sync_destroy(&op->mu, &op->cond);
@@ -160,7 +160,7 @@ void zkr__aop_free(zkr__aop_t *op)
 }
 
 /* Free op if nothing will touch it any more.  c->mu held. */
-void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_maybe_free_locked(zkr_client_t *c, zkr__record_t *op)
 {
     if (!op->delivered || op->in_ready || op->waited)
         return;
@@ -172,34 +172,34 @@ void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op)
     if (op->prev)
         op->prev->next = op->next;
     else
-        c->aops = op->next;
+        c->records = op->next;
     if (op->next)
         op->next->prev = op->prev;
     else
-        c->aops_tail = op->prev;
-    zkr__aop_free(op);
+        c->records_tail = op->prev;
+    zkr__record_free(op);
 }
 
-/* Append op to a list of ended acquires (dnext), and take the first. */
-static void push_done(zkr__aop_t **head, zkr__aop_t **tail, zkr__aop_t *op)
+/* Append op to a list of ended acquires (ended_next), and take the first. */
+static void push_done(zkr__record_t **head, zkr__record_t **tail, zkr__record_t *op)
 {
-    op->dnext = NULL;
+    op->ended_next = NULL;
     if (*tail)
-        (*tail)->dnext = op;
+        (*tail)->ended_next = op;
     else
         *head = op;
     *tail = op;
 }
 
-static zkr__aop_t *take_done(zkr__aop_t **head, zkr__aop_t **tail)
+static zkr__record_t *take_done(zkr__record_t **head, zkr__record_t **tail)
 {
-    zkr__aop_t *op = *head;
-    if (op && !(*head = op->dnext))
+    zkr__record_t *op = *head;
+    if (op && !(*head = op->ended_next))
         *tail = NULL;
     return op;
 }
 
-void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
+void zkr__record_finish_locked(zkr_client_t *c, zkr__record_t *op, int rc)
 {
     pthread_mutex_lock(&op->mu);
     op->finished = 1;
@@ -212,24 +212,24 @@ void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc)
     op->watching = NULL;
     if (op->timed) {
         op->timed = 0;
-        c->aops_timed--;
+        c->records_timed--;
     }
     if (waited)
         return;
     if (op->done.on_client) { /* the library's own: the callback thread delivers it */
-        push_done(&c->ainner, &c->ainner_tail, op);
+        push_done(&c->own_ended_head, &c->own_ended_tail, op);
         zkr__wake_callbacks_locked(c);
         return;
     }
-    push_done(&c->adone, &c->adone_tail, op);
-    zkr__aop_raise_fd_locked(c);
-    if (c->adispatch == ZKR_DISPATCH_THREAD)
+    push_done(&c->ended_head, &c->ended_tail, op);
+    zkr__record_raise_fd_locked(c);
+    if (c->dispatch_mode == ZKR_DISPATCH_THREAD)
         zkr__wake_callbacks_locked(c);
 }
 
-zkr__aop_t *zkr__aop_alloc(void)
+zkr__record_t *zkr__record_alloc(void)
 {
-    zkr__aop_t *op = calloc(1, sizeof *op);
+    zkr__record_t *op = calloc(1, sizeof *op);
     if (op && zkr__sync_init(&op->mu, &op->cond) != 0) {
         free(op);
         return NULL;
@@ -237,9 +237,9 @@ zkr__aop_t *zkr__aop_alloc(void)
     return op;
 }
 
-zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
+zkr__record_t *zkr__record_new(const zkr__async_target_t *t, int64_t deadline)
 {
-    zkr__aop_t *op = zkr__aop_alloc();
+    zkr__record_t *op = zkr__record_alloc();
     if (!op)
         return NULL;
     op->c = t->c;
@@ -258,7 +258,7 @@ zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
     }
     if (!op->dir || (op->sem && (!op->leases_dir || (t->count_path && !op->count_path))) ||
         (t->data && !op->value)) {
-        zkr__aop_free(op);
+        zkr__record_free(op);
         return NULL;
     }
     op->hfn = t->hold.fn;
@@ -270,31 +270,31 @@ zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline)
     return op;
 }
 
-int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op)
+int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op)
 {
     if (c->closing)
         return ZKR_ECLOSED;
-    op->id = ++c->next_aop_id;
+    op->id = ++c->next_record_id;
     if (!op->release) {
         op->timed = 1;
-        c->aops_timed++;
+        c->records_timed++;
     }
-    op->prev = c->aops_tail;
-    if (c->aops_tail)
-        c->aops_tail->next = op;
+    op->prev = c->records_tail;
+    if (c->records_tail)
+        c->records_tail->next = op;
     else
-        c->aops = op;
-    c->aops_tail = op;
+        c->records = op;
+    c->records_tail = op;
     return ZKR_OK;
 }
 
-int zkr__aop_deliver_one_locked(zkr_client_t *c, int which)
+int zkr__record_deliver_one_relocking(zkr_client_t *c, int which)
 {
-    zkr__aop_t *op = which & ZKR__DELIVER_OWN ? take_done(&c->ainner, &c->ainner_tail) : NULL;
+    zkr__record_t *op = which & ZKR__DELIVER_OWN ? take_done(&c->own_ended_head, &c->own_ended_tail) : NULL;
     if (!op && (which & ZKR__DELIVER_PROGRAM)) {
-        op = take_done(&c->adone, &c->adone_tail);
-        if (!c->adone)
-            zkr__aop_lower_fd_locked(c);
+        op = take_done(&c->ended_head, &c->ended_tail);
+        if (!c->ended_head)
+            zkr__record_lower_fd_locked(c);
     }
     if (!op)
         return 0;
@@ -324,6 +324,6 @@ int zkr__aop_deliver_one_locked(zkr_client_t *c, int which)
     op->delivering = 0;
     op->delivered = 1;
     pthread_cond_broadcast(&c->cond);
-    zkr__aop_maybe_free_locked(c, op);
+    zkr__record_maybe_free_locked(c, op);
     return 1;
 }

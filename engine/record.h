@@ -1,4 +1,4 @@
-/* Inside the engine's acquire machine only (aops.c, aop_io.c, aop_step.c,
+/* Inside the engine's acquire machine only (records.c, record_io.c, record_step.c,
  * acquire.c, async.c): one acquire's record.  Every acquire, blocking or
  * asynchronous, is one record run by one executor, the client thread: it
  * steps it, keeps its deadline, cancels it and ends it.  They differ only
@@ -11,11 +11,11 @@
  * for the whole lock order).
  *
  *  - ZooKeeper's completion thread runs our completions and watchers
- *    (aop_io.c): they only record their news in the acquire (found by
+ *    (record_io.c): they only record their news in the acquire (found by
  *    pointer for a completion: an acquire is freed only when none of its
  *    requests is in flight; by id for a watch, which may fire after it is
  *    gone) and put it on the client thread's ready list.
- *  - The client thread steps an acquire (aop_step.c) with c->mu dropped,
+ *  - The client thread steps an acquire (record_step.c) with c->mu dropped,
  *    and ends those past their deadline (async.c): at the deadline at a
  *    look boundary, and ZKR__DEADLINE_GRACE_MS later whatever is in
  *    flight, so that a stalled link never holds a caller past its time
@@ -29,7 +29,7 @@
  *    zkr_client_dispatch, or on the callback thread in ZKR_DISPATCH_THREAD
  *    mode (the library's own always there), or on the thread closing the
  *    client; never under a lock of ours.
- * An acquire ends exactly once (zkr__aop_finish_locked hands it to its
+ * An acquire ends exactly once (zkr__record_finish_locked hands it to its
  * waiter or puts it on a done list); requests still in flight then are
  * answered into a finished acquire, whose step only cleans up (a node
  * created meanwhile is deleted, a lost reply's node by its prefix). */
@@ -63,21 +63,21 @@ typedef struct zkr__news {
     zkr__strvec_t kids;
     int counted, count_rc;
     int32_t count;
-    int wset, wset_rc;
+    int watch_set, watch_set_rc;
     int look;            /* a watch fired, a state changed, a release nearby */
     int gone_first;      /* the watched node was first in line and is deleted */
     int parents, parents_rc;
     int existed, exists_rc; /* the recovery's exists */
     int64_t ex_czxid, ex_owner;
     /* the semaphore's lease sent ahead, behind the locks/ create */
-    int screated, screate_rc;
-    char *spath;
-    int64_t sczxid, sowner;
-    int slisted, slist_rc;
-    zkr__strvec_t skids;
+    int ahead_created, ahead_create_rc;
+    char *ahead_path;
+    int64_t ahead_czxid, ahead_owner;
+    int ahead_listed, ahead_list_rc;
+    zkr__strvec_t ahead_kids;
 } zkr__news_t;
 
-struct zkr__aop {
+struct zkr__record {
     uint64_t id;
     zkr_client_t *c;
     /* ---- constant ---- */
@@ -117,10 +117,10 @@ struct zkr__aop {
     int finished;
     int rc;
     /* ---- c->mu ---- */
-    zkr__aop_t *prev, *next;   /* c->aops */
-    zkr__aop_t *rnext;         /* c->aready (asynchronous only) */
-    zkr__aop_t *dnext;         /* c->adone */
-    int in_ready;              /* on c->aready (asynchronous) */
+    zkr__record_t *prev, *next;   /* c->records */
+    zkr__record_t *ready_next;         /* c->ready_head (asynchronous only) */
+    zkr__record_t *ended_next;         /* c->ended_head */
+    int in_ready;              /* on c->ready_head (asynchronous) */
     const void *owner;
     const zkr__zh_t *h;        /* handle of the last requests: compared, never followed */
     int cancel;
@@ -129,7 +129,7 @@ struct zkr__aop {
     int ending;                /* failed with end_rc, its deletes awaited */
     int end_rc;
     int64_t end_by;            /* ... until then at the most */
-    int timed;                 /* counted in c->aops_timed (an acquire
+    int timed;                 /* counted in c->records_timed (an acquire
                                   until it ends) */
     int taken, delivered;
     int detached;              /* its owner is gone: the delivery only
@@ -158,66 +158,66 @@ struct zkr__aop {
     char uuid[ZKR__UUID_LEN + 1];
     zkr__node_t node;          /* the queue node */
     zkr__node_t lease;         /* semaphore: the lease node */
-    char suuid[ZKR__UUID_LEN + 1]; /* the lease sent ahead */
-    zkr__strvec_t skids;       /* its leases' listing, until locks/ decides */
+    char ahead_uuid[ZKR__UUID_LEN + 1]; /* the lease sent ahead */
+    zkr__strvec_t ahead_kids;       /* its leases' listing, until locks/ decides */
     zkr__news_t parked;        /* answers kept until the rest of them come */
 };
 
-/* ---- aops.c: the client's lists of acquires (c->mu held) ---- */
-zkr__aop_t *zkr__aop_find_locked(zkr_client_t *c, uint64_t id);
+/* ---- records.c: the client's lists of acquires (c->mu held) ---- */
+zkr__record_t *zkr__record_find_locked(zkr_client_t *c, uint64_t id);
 /* Give op to the client thread to step (op on the ready list).  c->mu and
  * op->mu held. */
-void zkr__aop_ready_locked(zkr_client_t *c, zkr__aop_t *op);
+void zkr__record_ready_locked(zkr_client_t *c, zkr__record_t *op);
 /* The same, taking op->mu (c->mu held); `look`: it looks again (a state,
  * a watch, a release or deletion nearby). */
-void zkr__aop_wake_locked(zkr_client_t *c, zkr__aop_t *op, int look);
-void zkr__aop_raise_fd_locked(zkr_client_t *c);
-void zkr__aop_lower_fd_locked(zkr_client_t *c);
+void zkr__record_wake_locked(zkr_client_t *c, zkr__record_t *op, int look);
+void zkr__record_raise_fd_locked(zkr_client_t *c);
+void zkr__record_lower_fd_locked(zkr_client_t *c);
 void zkr__news_clear(zkr__news_t *nw);
 /* Answers of a batch that come one by one are parked in op->parked until
  * the last one (park), then decided on together (unpark: into nw). */
-void zkr__news_park(zkr__aop_t *op, zkr__news_t *nw);
-void zkr__news_unpark(zkr__aop_t *op, zkr__news_t *nw);
+void zkr__news_park(zkr__record_t *op, zkr__news_t *nw);
+void zkr__news_unpark(zkr__record_t *op, zkr__news_t *nw);
 /* 1 if nw has something to step on (a look only if not finished). */
 int zkr__news_any(const zkr__news_t *nw, int finished);
-void zkr__aop_free(zkr__aop_t *op);
+void zkr__record_free(zkr__record_t *op);
 /* Free op if nothing will touch it any more. */
-void zkr__aop_maybe_free_locked(zkr_client_t *c, zkr__aop_t *op);
+void zkr__record_maybe_free_locked(zkr_client_t *c, zkr__record_t *op);
 /* The acquire ends with rc (ZKR_OK: op->granted is set). */
-void zkr__aop_finish_locked(zkr_client_t *c, zkr__aop_t *op, int rc);
+void zkr__record_finish_locked(zkr_client_t *c, zkr__record_t *op, int rc);
 /* Run the first waiting completion of the kinds in `which` (the
  * library's own first) on the calling thread.  c->mu held, dropped around
  * the call.  Returns 1 if there was one. */
 #define ZKR__DELIVER_OWN 1     /* the library's own (on_client) */
 #define ZKR__DELIVER_PROGRAM 2 /* the program's */
-int zkr__aop_deliver_one_locked(zkr_client_t *c, int which);
+int zkr__record_deliver_one_relocking(zkr_client_t *c, int which);
 
 /* A zeroed record with its mutex and condition variable (NULL: ENOMEM). */
-zkr__aop_t *zkr__aop_alloc(void);
+zkr__record_t *zkr__record_alloc(void);
 /* A new acquire on t (not yet on any list): NULL on ZKR_ENOMEM. */
-zkr__aop_t *zkr__aop_new(const zkr__async_target_t *t, int64_t deadline);
-/* Put op on c->aops and give it its id; ZKR_ECLOSED if closing. */
-int zkr__aop_add_locked(zkr_client_t *c, zkr__aop_t *op);
+zkr__record_t *zkr__record_new(const zkr__async_target_t *t, int64_t deadline);
+/* Put op on c->records and give it its id; ZKR_ECLOSED if closing. */
+int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op);
 
-/* ---- aop_io.c: requests and their answers ---- */
+/* ---- record_io.c: requests and their answers ---- */
 /* The current stage's create (a fresh protected name) with its listing
  * behind it: through the handle's combiner for a queue node, else direct
  * (the lease stage, or the lease sent ahead behind locks/).  No lock held. */
-void zkr__aop_send_create(zkr_client_t *c, zkr__aop_t *op);
+void zkr__record_send_create(zkr_client_t *c, zkr__record_t *op);
 /* c->mu held (they take op->mu); asynchronous calls only. */
-void zkr__aop_send_look_locked(zkr_client_t *c, zkr__aop_t *op);
-void zkr__aop_send_watch_locked(zkr_client_t *c, zkr__aop_t *op, char *wpath, int first);
+void zkr__record_send_look_locked(zkr_client_t *c, zkr__record_t *op);
+void zkr__record_send_watch_locked(zkr_client_t *c, zkr__record_t *op, char *wpath, int first);
 /* Recovery: list the stage's directory (plain), or look at our node. */
-void zkr__aop_send_recover_list_locked(zkr_client_t *c, zkr__aop_t *op);
-void zkr__aop_send_recover_exists_locked(zkr_client_t *c, zkr__aop_t *op);
-const char *zkr__aop_stage_dir(const zkr__aop_t *op);
+void zkr__record_send_recover_list_locked(zkr_client_t *c, zkr__record_t *op);
+void zkr__record_send_recover_exists_locked(zkr_client_t *c, zkr__record_t *op);
+const char *zkr__record_stage_dir(const zkr__record_t *op);
 
 /* ---- async.c ---- */
 /* Register the engine's hooks with the client (once). */
 void zkr__async_use(zkr_client_t *c);
 
-/* ---- aop_step.c: the machine ---- */
+/* ---- record_step.c: the machine ---- */
 /* Step op on its news (client thread, no lock held). */
-void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op);
+void zkr__record_step(zkr_client_t *c, zkr__record_t *op);
 
 #endif

@@ -1,5 +1,5 @@
 /* The acquire machine: one step on the news its requests and watches
- * brought (one thread at a time, no lock held; see aop.h).  The create's
+ * brought (one thread at a time, no lock held; see record.h).  The create's
  * answer (parents made first when the directory is missing; a lost reply
  * recovered by finding our node by its protected prefix and adopting it
  * only under the session that sent it), the driver's decision on a
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/aop.h"
+#include "engine/record.h"
 
 static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
 {
@@ -33,23 +33,23 @@ static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uui
 static void end_delete_done(zkr_client_t *c, int rc, void *arg)
 {
     (void)rc; /* settled by the delete (a refusal is logged and retried) */
-    zkr__aop_t *op = arg;
+    zkr__record_t *op = arg;
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
     int last = --op->end_pending == 0;
     int finished = op->finished;
     pthread_mutex_unlock(&op->mu);
     if (last && !finished)
-        zkr__aop_finish_locked(c, op, op->end_rc);
+        zkr__record_finish_locked(c, op, op->end_rc);
     else if (last)
-        zkr__aop_maybe_free_locked(c, op);
+        zkr__record_maybe_free_locked(c, op);
     pthread_mutex_unlock(&c->mu);
 }
 
-static void fail(zkr_client_t *c, zkr__aop_t *op, int rc)
+static void fail(zkr_client_t *c, zkr__record_t *op, int rc)
 {
     if (op->phase == ZKR__PH_RECOVER)
-        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     pthread_mutex_lock(&c->mu);
     int n = !!op->lease.path + !!op->node.path;
     /* Awaited only while the nodes' session lives (else they are gone,
@@ -81,7 +81,7 @@ static void fail(zkr_client_t *c, zkr__aop_t *op, int rc)
     zkr__node_delete_nowait(c, &op->lease);
     zkr__node_delete_nowait(c, &op->node);
     pthread_mutex_lock(&c->mu);
-    zkr__aop_finish_locked(c, op, rc);
+    zkr__record_finish_locked(c, op, rc);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -94,27 +94,27 @@ static int reply_lost(const zkr__news_t *nw, int rc)
 }
 
 /* Answers that came after the acquire ended: delete what they made. */
-static void cleanup_news(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
+static void cleanup_news(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
 {
     if (nw->created && nw->create_rc == ZOK && nw->path) {
         zkr__node_t n = {.path = nw->path, .session = nw->owner ? nw->owner : op->csession};
         nw->path = NULL;
         zkr__node_delete_nowait(c, &n);
     } else if (nw->created && reply_lost(nw, nw->create_rc)) {
-        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     }
-    if (nw->screated && nw->screate_rc == ZOK && nw->spath) {
-        zkr__node_t n = {.path = nw->spath, .session = nw->sowner ? nw->sowner : op->csession};
-        nw->spath = NULL;
+    if (nw->ahead_created && nw->ahead_create_rc == ZOK && nw->ahead_path) {
+        zkr__node_t n = {.path = nw->ahead_path, .session = nw->ahead_owner ? nw->ahead_owner : op->csession};
+        nw->ahead_path = NULL;
         zkr__node_delete_nowait(c, &n);
-    } else if (nw->screated && reply_lost(nw, nw->screate_rc)) {
-        lost_reply_cleanup(c, op->leases_dir, op->suuid, op->csession);
+    } else if (nw->ahead_created && reply_lost(nw, nw->ahead_create_rc)) {
+        lost_reply_cleanup(c, op->leases_dir, op->ahead_uuid, op->csession);
     }
 }
 
 /* Our node of the current stage exists (created, or adopted): track it,
  * and have its deletion by someone else wake this acquire. */
-static int have_node(zkr_client_t *c, zkr__aop_t *op, char *path, int64_t czxid, int64_t session)
+static int have_node(zkr_client_t *c, zkr__record_t *op, char *path, int64_t czxid, int64_t session)
 {
     zkr__node_t *n = op->in_lease ? &op->lease : &op->node;
     n->path = path;
@@ -130,7 +130,7 @@ static int have_node(zkr_client_t *c, zkr__aop_t *op, char *path, int64_t czxid,
 }
 
 /* The create's answer.  Returns 0, or a code to end the acquire with. */
-static int on_created(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
+static int on_created(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
 {
     int rc = nw->create_rc;
     if (rc == ZOK) {
@@ -157,43 +157,43 @@ static int on_created(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
         op->phase = ZKR__PH_RECOVER;
         op->need_look = 1;
     } else if (reply_lost(nw, rc)) {
-        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     }
     return 0;
 }
 
 /* The lease sent ahead: kept until locks/ decides, or given up at once
  * when the locks/ create did not succeed (it was not made under locks/). */
-static void on_spec_lease(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw)
+static void on_lease_ahead(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
 {
-    if (nw->screated && nw->screate_rc == ZOK) {
-        op->lease = (zkr__node_t){.path = nw->spath, .czxid = nw->sczxid,
-                                  .session = nw->sowner ? nw->sowner : op->csession};
-        memcpy(op->lease.uuid, op->suuid, sizeof op->lease.uuid);
-        nw->spath = NULL;
-    } else if (nw->screated && reply_lost(nw, nw->screate_rc)) {
-        lost_reply_cleanup(c, op->leases_dir, op->suuid, op->csession);
+    if (nw->ahead_created && nw->ahead_create_rc == ZOK) {
+        op->lease = (zkr__node_t){.path = nw->ahead_path, .czxid = nw->ahead_czxid,
+                                  .session = nw->ahead_owner ? nw->ahead_owner : op->csession};
+        memcpy(op->lease.uuid, op->ahead_uuid, sizeof op->lease.uuid);
+        nw->ahead_path = NULL;
+    } else if (nw->ahead_created && reply_lost(nw, nw->ahead_create_rc)) {
+        lost_reply_cleanup(c, op->leases_dir, op->ahead_uuid, op->csession);
     }
-    if (nw->slisted) {
-        zkr__strvec_free(&op->skids);
-        if (nw->slist_rc == ZOK) {
-            op->skids = nw->skids;
-            nw->skids.v = NULL;
-            nw->skids.n = 0;
+    if (nw->ahead_listed) {
+        zkr__strvec_free(&op->ahead_kids);
+        if (nw->ahead_list_rc == ZOK) {
+            op->ahead_kids = nw->ahead_kids;
+            nw->ahead_kids.v = NULL;
+            nw->ahead_kids.n = 0;
         }
     }
 }
 
-static void spec_drop(zkr_client_t *c, zkr__aop_t *op)
+static void lease_ahead_drop(zkr_client_t *c, zkr__record_t *op)
 {
     zkr__node_delete_nowait(c, &op->lease); /* withdrawn before we wait */
-    zkr__strvec_free(&op->skids);
+    zkr__strvec_free(&op->ahead_kids);
     op->spec = 0;
 }
 
 /* The queue stage's decision on a listing: 1 held, 0 wait (*wpath: the one
  * node to watch, *first: it is first in the order), or a code. */
-static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, char **wpath, int *first)
+static int queue_decide(zkr_client_t *c, zkr__record_t *op, zkr__strvec_t *kids, char **wpath, int *first)
 {
     size_t watch = 0;
     int d = zkr__queue_decide(op->drv, kids, zkr__path_basename(op->node.path), &watch);
@@ -211,7 +211,7 @@ static int queue_decide(zkr_client_t *c, zkr__aop_t *op, zkr__strvec_t *kids, ch
 }
 
 /* The lease stage's decision on the leases (and count): 1 held, 0 wait, or a code. */
-static int lease_decide(zkr_client_t *c, zkr__aop_t *op, const zkr__strvec_t *kids, int counted, int count_rc,
+static int lease_decide(zkr_client_t *c, zkr__record_t *op, const zkr__strvec_t *kids, int counted, int count_rc,
                         int32_t count)
 {
     if (counted && count_rc != ZOK)
@@ -227,7 +227,7 @@ static int lease_decide(zkr_client_t *c, zkr__aop_t *op, const zkr__strvec_t *ki
     return kids->n <= (size_t)(max > 0 ? max : 0) ? 1 : 0;
 }
 
-static void grant(zkr_client_t *c, zkr__aop_t *op)
+static void grant(zkr_client_t *c, zkr__record_t *op)
 {
     zkr__node_t *n = op->sem ? &op->lease : &op->node;
     /* The locks/ node: done with it; nobody waits for its delete, and our
@@ -245,7 +245,7 @@ static void grant(zkr_client_t *c, zkr__aop_t *op)
     pthread_mutex_lock(&c->mu);
     op->granted = *n;
     memset(n, 0, sizeof *n);
-    zkr__aop_finish_locked(c, op, ZKR_OK);
+    zkr__record_finish_locked(c, op, ZKR_OK);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -253,7 +253,7 @@ static void grant(zkr_client_t *c, zkr__aop_t *op)
  * sent ahead (made after our locks/ node on the same session, so made
  * while we held locks/, exactly as if we had waited).  Returns 1 if
  * granted. */
-static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
+static int lease_stage(zkr_client_t *c, zkr__record_t *op)
 {
     op->in_lease = 1;
     op->phase = ZKR__PH_START;
@@ -263,10 +263,10 @@ static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
     if (!op->lease.path)
         return 0;
     if (op->lease.session != op->node.session) {
-        spec_drop(c, op);
+        lease_ahead_drop(c, op);
         return 0;
     }
-    memcpy(op->uuid, op->suuid, sizeof op->uuid);
+    memcpy(op->uuid, op->ahead_uuid, sizeof op->uuid);
     zkr__node_t spec = op->lease;
     memset(&op->lease, 0, sizeof op->lease);
     if (have_node(c, op, spec.path, spec.czxid, spec.session) != 0) {
@@ -275,8 +275,8 @@ static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
         return 0;
     }
     op->lsession = op->node.session;
-    int d = op->skids.v ? lease_decide(c, op, &op->skids, 0, ZOK, 0) : 0;
-    zkr__strvec_free(&op->skids);
+    int d = op->ahead_kids.v ? lease_decide(c, op, &op->ahead_kids, 0, ZOK, 0) : 0;
+    zkr__strvec_free(&op->ahead_kids);
     if (d == 1) {
         grant(c, op);
         return 1;
@@ -286,7 +286,7 @@ static int lease_stage(zkr_client_t *c, zkr__aop_t *op)
 }
 
 /* The recovery's step, with nothing in flight: returns 0 or a code. */
-static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int usable, int64_t session)
+static int recover_step(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw, int usable, int64_t session)
 {
     if (nw->listed) {
         char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
@@ -294,15 +294,15 @@ static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int us
         long i = zkr__strvec_find_prefix(&nw->kids, prefix);
         if (i < 0 || op->lsession != op->csession) {
             if (i >= 0 || op->lsession != op->csession)
-                lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+                lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
             op->phase = ZKR__PH_START; /* the create never happened, or not on our session */
             return 0;
         }
         free(op->rpath);
-        if (!(op->rpath = zkr__path_join(zkr__aop_stage_dir(op), nw->kids.v[i])))
+        if (!(op->rpath = zkr__path_join(zkr__record_stage_dir(op), nw->kids.v[i])))
             return ZKR_ENOMEM;
         pthread_mutex_lock(&c->mu);
-        zkr__aop_send_recover_exists_locked(c, op);
+        zkr__record_send_recover_exists_locked(c, op);
         pthread_mutex_unlock(&c->mu);
         return 0;
     }
@@ -330,21 +330,21 @@ static int recover_step(zkr_client_t *c, zkr__aop_t *op, zkr__news_t *nw, int us
     if (session != op->csession) {
         /* The session that sent the create is gone: so is its node, or it
          * goes by its prefix once we can see it. */
-        lost_reply_cleanup(c, zkr__aop_stage_dir(op), op->uuid, op->csession);
+        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
         op->phase = ZKR__PH_START;
         return 0;
     }
     if (op->need_look) {
         op->need_look = 0;
         pthread_mutex_lock(&c->mu);
-        zkr__aop_send_recover_list_locked(c, op);
+        zkr__record_send_recover_list_locked(c, op);
         pthread_mutex_unlock(&c->mu);
     }
     return 0;
 }
 
 /* What the news says went wrong, if anything (also: what to look at again). */
-static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc, int create_pending)
+static int news_errors(zkr__record_t *op, zkr__news_t *nw, int rc, int create_pending)
 {
     if (nw->listed && nw->list_rc != ZOK && nw->list_rc != ZNONODE) {
         if (rc == 0 && zkr__zk_class(nw->list_rc) == ZKR__ZC_FINAL && nw->list_rc != ZSYSTEMERROR)
@@ -356,9 +356,9 @@ static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc, int create_pendi
         op->need_look = 1; /* connection trouble: count again */
         nw->listed = 0;
     }
-    if (nw->wset && nw->wset_rc != ZOK) {
-        if (zkr__zk_class(nw->wset_rc) == ZKR__ZC_FINAL && nw->wset_rc != ZNONODE)
-            rc = rc ? rc : zkr__zk_error(nw->wset_rc);
+    if (nw->watch_set && nw->watch_set_rc != ZOK) {
+        if (zkr__zk_class(nw->watch_set_rc) == ZKR__ZC_FINAL && nw->watch_set_rc != ZNONODE)
+            rc = rc ? rc : zkr__zk_error(nw->watch_set_rc);
         op->need_look = 1; /* gone already, or the link: look again */
         nw->gone_first = 0;
     }
@@ -372,7 +372,7 @@ static int news_errors(zkr__aop_t *op, zkr__news_t *nw, int rc, int create_pendi
     return rc;
 }
 
-void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
+void zkr__record_step(zkr_client_t *c, zkr__record_t *op)
 {
     pthread_mutex_lock(&c->mu);
     pthread_mutex_lock(&op->mu);
@@ -403,7 +403,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         zkr__news_clear(&nw);
         if (expired) {
             pthread_mutex_lock(&c->mu);
-            zkr__aop_finish_locked(c, op, op->end_rc);
+            zkr__record_finish_locked(c, op, op->end_rc);
             pthread_mutex_unlock(&c->mu);
         }
         return;
@@ -411,10 +411,10 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     int rc = 0;
     if (nw.created)
         rc = on_created(c, op, &nw);
-    if (nw.screated || nw.slisted) {
-        on_spec_lease(c, op, &nw);
+    if (nw.ahead_created || nw.ahead_listed) {
+        on_lease_ahead(c, op, &nw);
         if (nw.created && nw.create_rc != ZOK)
-            spec_drop(c, op); /* no locks/ node: the lease was not made under it */
+            lease_ahead_drop(c, op); /* no locks/ node: the lease was not made under it */
     }
     rc = news_errors(op, &nw, rc, create_pending);
 
@@ -428,7 +428,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
     if (rc != 0) {
-        /* on_created and on_spec_lease took the creates' answers: what is
+        /* on_created and on_lease_ahead took the creates' answers: what is
          * left is listings (fail deletes our nodes; a lost reply's prefix
          * delete is scheduled once, by on_created or by fail) */
         zkr__news_clear(&nw);
@@ -473,7 +473,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         }
         op->decided = 1;
         if (d != 1 && op->lease.path)
-            spec_drop(c, op); /* locks/ is not ours yet */
+            lease_ahead_drop(c, op); /* locks/ is not ours yet */
         if (d == 1) {
             if (!op->sem) {
                 grant(c, op);
@@ -490,7 +490,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
             return;
         } else {
             pthread_mutex_lock(&c->mu);
-            zkr__aop_send_watch_locked(c, op, wpath, first);
+            zkr__record_send_watch_locked(c, op, wpath, first);
             pthread_mutex_unlock(&c->mu);
             return;
         }
@@ -531,7 +531,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
         }
         if (!usable)
             return; /* a state delivered brings us back */
-        zkr__aop_send_create(c, op); /* (the parents first if need_parents) */
+        zkr__record_send_create(c, op); /* (the parents first if need_parents) */
         return;
     }
     if (!can_wait) {
@@ -541,7 +541,7 @@ void zkr__aop_step(zkr_client_t *c, zkr__aop_t *op)
     if (op->need_look && usable) {
         op->need_look = 0;
         pthread_mutex_lock(&c->mu);
-        zkr__aop_send_look_locked(c, op);
+        zkr__record_send_look_locked(c, op);
         pthread_mutex_unlock(&c->mu);
     }
 }
