@@ -62,6 +62,8 @@ static int64_t run_relocking(zkr_client_t *c)
         zkr__record_maybe_free_locked(c, op);
     }
     int64_t now = zkr__now_ms();
+    if (now < c->records_due_at) /* no record's time has come: no scan */
+        return c->ready_head ? now : c->records_due_at;
     int64_t next = INT64_MAX;
     for (zkr__record_t *op = c->records_timed > 0 ? c->records : NULL; op; op = op->next) {
         if (!op->timed || op->expired)
@@ -93,12 +95,16 @@ static int64_t run_relocking(zkr_client_t *c)
             due = op->not_before > 0 && op->not_before < op->deadline ? op->not_before : op->deadline;
             if (due <= now) {
                 zkr__record_wake_locked(c, op, 0);
-                continue;
+                /* its step may leave it waiting on: its deadline (after a
+                 * pause) or the grace (a first create past the deadline)
+                 * comes next */
+                due = op->deadline > now ? op->deadline : zkr__hard_deadline(op->deadline);
             }
         }
         if (due < next)
             next = due;
     }
+    c->records_due_at = next;
     return c->ready_head ? now : next;
 }
 

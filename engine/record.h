@@ -196,6 +196,10 @@ int zkr__record_deliver_one_relocking(zkr_client_t *c, int which);
 zkr__record_t *zkr__record_alloc(void);
 /* A new acquire on t (not yet on any list): NULL on ZKR_ENOMEM. */
 zkr__record_t *zkr__record_new(const zkr__async_target_t *t, int64_t deadline);
+/* A record's time (deadline, pause, grace) comes at `at`: the client
+ * thread looks at the records then (it scans them only when one's time
+ * has come).  c->mu held. */
+void zkr__record_due_locked(zkr_client_t *c, int64_t at);
 /* Put op on c->records and give it its id; ZKR_ECLOSED if closing. */
 int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op);
 

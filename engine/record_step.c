@@ -62,6 +62,7 @@ static void fail(zkr_client_t *c, zkr__record_t *op, int rc)
         op->end_rc = rc;
         int64_t by = zkr__deadline(ZKR_RELEASE_WAIT_MS);
         op->end_by = zkr__hard_deadline(op->deadline) < by ? zkr__hard_deadline(op->deadline) : by;
+        zkr__record_due_locked(c, op->end_by);
         pthread_mutex_lock(&op->mu);
         op->end_pending = n; /* before any answer can count down */
         pthread_mutex_unlock(&op->mu);

@@ -270,6 +270,14 @@ zkr__record_t *zkr__record_new(const zkr__async_target_t *t, int64_t deadline)
     return op;
 }
 
+void zkr__record_due_locked(zkr_client_t *c, int64_t at)
+{
+    if (at < c->records_due_at) {
+        c->records_due_at = at;
+        zkr__wake_locked(c); /* (its timer may be set later than this) */
+    }
+}
+
 int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op)
 {
     if (c->closing)
@@ -278,6 +286,8 @@ int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op)
     if (!op->release) {
         op->timed = 1;
         c->records_timed++;
+        zkr__record_due_locked(c, op->not_before > 0 && op->not_before < op->deadline ? op->not_before
+                                                                                       : op->deadline);
     }
     op->prev = c->records_tail;
     if (c->records_tail)

@@ -292,6 +292,7 @@ static int client_alloc(zkr_client_t **out, const char *hosts, const zkr_client_
     c->sm.state = ZKR_STATE_LATENT;
     c->lost_deadline = INT64_MAX;
     c->track_timer_at = INT64_MAX;
+    c->records_due_at = INT64_MAX;
     c->event_fd = -1;
     *out = c;
     return ZKR_OK;
