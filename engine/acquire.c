@@ -41,8 +41,8 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
     /* A node sent ahead for this very queue (the multi-lock's parts; a
      * semaphore's locks/ node). */
     zkr__strvec_t kids = {NULL, 0};
-    int dir_missing = 0;
-    if (zkr__prefetch_take_offered(c, op->dir, op->drv, &op->node, &kids, &dir_missing)) {
+    zkr__prefetch_miss_t miss;
+    if (zkr__prefetch_take_offered(c, op->dir, op->drv, &op->node, &kids, &miss)) {
         op->phase = ZKR__PH_QUEUE;
         op->lsession = op->node.session;
         memcpy(op->uuid, op->node.uuid, sizeof op->uuid);
@@ -53,7 +53,17 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
             op->need_look = 1;
         }
     }
-    op->need_parents = dir_missing; /* the parents, then the create: one round trip */
+    op->need_parents = miss.dir_missing; /* the parents, then the create: one round trip */
+    if (miss.reply_lost) {
+        /* The create sent ahead lost its reply: the one lost-reply policy,
+         * the machine's recovery (find our node by its prefix, adopt it if
+         * our session made it). */
+        op->phase = ZKR__PH_RECOVER;
+        memcpy(op->uuid, miss.uuid, sizeof op->uuid);
+        op->csession = miss.session;
+        op->recover_tries = 1;
+        op->need_look = 1;
+    }
     pthread_mutex_lock(&c->mu);
     int rc = zkr__record_add_locked(c, op);
     if (rc != ZKR_OK) {

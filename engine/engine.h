@@ -160,11 +160,20 @@ int zkr__prefetch_finish(zkr__prefetch_t *p, int64_t deadline);
 void zkr__prefetch_offer(zkr__prefetch_t *p);
 void zkr__prefetch_free(zkr__prefetch_t *p);
 
+/* What became of an offered create that left no node to take. */
+typedef struct zkr__prefetch_miss {
+    int dir_missing;  /* it found no directory: make it first */
+    int reply_lost;   /* its reply was lost: the node may exist; look for it
+                         by the prefix of `uuid`, made on `session` (the
+                         acquire's recovery: the one lost-reply policy) */
+    char uuid[ZKR__UUID_LEN + 1];
+    int64_t session;
+} zkr__prefetch_miss_t;
 /* The node offered (zkr__prefetch_offer) for this very queue, if any: 1 if
- * taken (the caller owns *out and *kids), else 0 (*dir_missing: the offered
- * create found no directory: make it first). */
+ * taken (the caller owns *out and *kids), else 0 (*miss says why, when an
+ * offered create was there: the caller then owns what it says). */
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
-                               zkr__strvec_t *kids, int *dir_missing);
+                               zkr__strvec_t *kids, zkr__prefetch_miss_t *miss);
 
 /* A listing's answer copied into *out (empty unless zrc is ZOK): zrc, or
  * ZSYSTEMERROR if the copy ran out of memory (a failed listing). */
@@ -236,6 +245,8 @@ void zkr__create_op_free(zkr__create_op_t *op);
  * an acquire does with what a late answer made (our node; a lost reply's
  * by its protected prefix, a named node by its name), and free op. */
 void zkr__create_op_forget(zkr__create_op_t *op);
+/* 1 if op's create was answered with a lost reply (the node may exist). */
+int zkr__create_op_reply_lost(const zkr__create_op_t *op);
 
 /* How long past its deadline an acquire with requests in flight waits for
  * their answers before it ends anyway (ZKR_ETIMEDOUT; what they made is

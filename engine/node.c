@@ -54,14 +54,20 @@ zkr__create_op_t *zkr__create_op_new(zkr_client_t *c, const char *path, const ch
     return op;
 }
 
+int zkr__create_op_reply_lost(const zkr__create_op_t *op)
+{
+    return op->create_rc != ZOK && op->create_rc != ZNONODE && op->create_rc != ZNODEEXISTS &&
+           op->create_rc != ZCLOSING &&
+           (zkr__zk_class(op->create_rc) != ZKR__ZC_FINAL || op->create_rc == ZSYSTEMERROR);
+}
+
 void zkr__create_op_forget(zkr__create_op_t *op)
 {
     zkr_client_t *c = op->c;
     if (op->create_rc == ZOK && op->created) {
         int64_t owner = op->stat.ephemeralOwner ? op->stat.ephemeralOwner : op->session;
         zkr__client_delete_later(c, op->created, owner);
-    } else if (op->create_rc != ZNONODE && op->create_rc != ZNODEEXISTS && op->create_rc != ZCLOSING &&
-               (zkr__zk_class(op->create_rc) != ZKR__ZC_FINAL || op->create_rc == ZSYSTEMERROR)) {
+    } else if (zkr__create_op_reply_lost(op)) {
         /* The reply is lost: the node may exist.  A sequential one goes by
          * its protected prefix, a named one by its name. */
         if (op->mode & ZOO_SEQUENCE)

@@ -23,6 +23,7 @@ struct zkr__prefetch {
     int sent;              /* zkr__prefetch_start_all: on its way */
     int finished;
     int dir_missing;       /* the create found no directory */
+    int reply_lost;        /* its reply was lost: the node may exist */
     zkr__node_t node;      /* ours until an acquire takes it */
     zkr__strvec_t kids;
 };
@@ -140,9 +141,14 @@ int zkr__prefetch_finish(zkr__prefetch_t *p, int64_t deadline)
             zkr__create_op_free(op);
             if (zkr__track_add(p->c, p->node.path, p->node.session, 0, &p->node.track) != ZKR_OK)
                 zkr__node_delete_nowait(p->c, &p->node);
+        } else if (answered && zkr__create_op_reply_lost(op)) {
+            /* The node may exist: the acquire that takes this looks for it
+             * (its recovery); if none does, it goes by its prefix. */
+            p->reply_lost = 1;
+            zkr__create_op_free(op);
         } else if (answered) {
             p->dir_missing = op->create_rc == ZNONODE;
-            zkr__create_op_forget(op); /* a lost reply's node goes by its prefix */
+            zkr__create_op_forget(op);
         }
     }
     if (!p->node.path)
@@ -168,6 +174,12 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
     zkr__prefetch_finish(p, 0); /* not waited for any more */
     if (p->node.path)
         zkr__node_delete_nowait(p->c, &p->node); /* not taken: nobody's */
+    if (p->reply_lost) { /* not taken: what it may have made goes by its prefix */
+        char prefix[ZKR__UUID_LEN + 8];
+        int n = zkr__protected_name(prefix, sizeof prefix, p->uuid, "");
+        if (n > 0 && (size_t)n < sizeof prefix)
+            zkr__client_delete_prefix_later(p->c, p->dir, prefix, p->session);
+    }
     zkr__strvec_free(&p->kids);
     free(p->path);
     free(p);
@@ -187,15 +199,21 @@ static int prefetch_take(zkr__prefetch_t *p, zkr__node_t *out, zkr__strvec_t *ki
 
 /* The node offered for this very queue, if any (taken: the caller owns it). */
 int zkr__prefetch_take_offered(zkr_client_t *c, const char *dir, const zkr__driver_t *drv, zkr__node_t *out,
-                               zkr__strvec_t *kids, int *dir_missing)
+                               zkr__strvec_t *kids, zkr__prefetch_miss_t *miss)
 {
     zkr__prefetch_t *p = offered;
-    *dir_missing = 0;
+    memset(miss, 0, sizeof *miss);
     if (!p || p->c != c || p->drv != drv || strcmp(p->dir, dir) != 0)
         return 0;
     offered = NULL;
     int taken = prefetch_take(p, out, kids);
-    *dir_missing = !taken && p->dir_missing;
+    if (!taken) {
+        miss->dir_missing = p->dir_missing;
+        miss->reply_lost = p->reply_lost;
+        memcpy(miss->uuid, p->uuid, sizeof miss->uuid);
+        miss->session = p->session;
+        p->reply_lost = 0; /* the taker's now */
+    }
     return taken;
 }
 

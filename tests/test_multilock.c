@@ -601,6 +601,56 @@ static void *ml_runner_main(void *p)
     return NULL;
 }
 
+/* The creates sent ahead lose their reply (the link is cut with the
+ * answers held): each part's acquire looks for its node by its prefix and
+ * adopts it (the session lived on), so the multi-lock gets every part
+ * with one node each, none made twice. */
+static void test_prefetch_reply_lost(void)
+{
+    char p1[128], p2[128];
+    zkt_path("ml-lost-1", p1, sizeof p1);
+    zkt_path("ml-lost-2", p2, sizeof p2);
+    zhandle_t *raw = zkt_raw();
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    zkr_mutex_t *m1, *m2;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m1, c, p1), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m2, c, p2), ZKR_OK);
+    /* the directories exist (the creates go ahead as one multi) */
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m1, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m2, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_release(m2), ZKR_OK);
+    zkr_lock_ref_t parts[2] = {zkr_mutex_ref(m1), zkr_mutex_ref(m2)};
+    zkr_multilock_t *ml;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+
+    CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 1), 0);
+    ml_runner_t r = {ml, LONG_WAIT_MS, 1};
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, ml_runner_main, &r), 0);
+    /* the creates reached the server; their answers wait in the proxy */
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p1, 1, POLL_MS));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p2, 1, POLL_MS));
+    zkt_proxy_cut(px); /* the answers are lost */
+    CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 0), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT_EQUAL(atomic_load(&r.rc), ZKR_OK);
+    /* our nodes, adopted: one each, none made again */
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p1), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, p2), 1);
+    /* (held by the runner thread: the session's end takes the nodes) */
+    zkr_multilock_free(ml);
+    zkr_mutex_free(m1);
+    zkr_mutex_free(m2);
+    zkr_client_close(c);
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p1, 0, POLL_MS));
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p2, 0, POLL_MS));
+    zkt_proxy_stop(px);
+    zkt_raw_close(raw);
+}
+
 /* Parts 1..3; another session holds part 2.  The multi-lock holds part 1,
  * queues on part 2, and has no node on part 3 while it waits (it never
  * waits on a part while queued on a later one). */
@@ -1094,6 +1144,8 @@ static void add_suites(void)
     CU_add_test(m, "release in reverse order", test_release_reverse_order);
     CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
     CU_add_test(m, "a part that must wait: the parts before it held, none after it queued", test_waits_in_order);
+    CU_add_test(m, "the creates sent ahead lose their reply: every node adopted, none twice",
+                test_prefetch_reply_lost);
     CU_add_test(m, "two sessions, same order, many rounds: no overlap, no deadlock", test_same_order_no_deadlock);
     CU_add_test(m, "one transaction of creates per client; tokens are the nodes' czxids",
                 test_one_transaction_per_client);
