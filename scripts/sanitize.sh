@@ -38,7 +38,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=97"
 # invisible to TSan; a report names only what our code raced on.
 # die_after_fork=0: the tests fork children that open clients (threads)
 # after the parent's clients started theirs.
-export TSAN_OPTIONS="halt_on_error=0:exitcode=96:second_deadlock_stack=1:die_after_fork=0"
+export TSAN_OPTIONS="halt_on_error=0:exitcode=96:second_deadlock_stack=1:die_after_fork=0:suppressions=$(pwd)/tests/tsan.supp"
 tests=${*:-}
 status=0
 if [ -n "$tests" ]; then

@@ -565,6 +565,11 @@ static int int_set(void *p)
     return atomic_load((atomic_int *)p) != 0;
 }
 
+static int rc_told(void *p)
+{
+    return atomic_load((atomic_int *)p) != 1;
+}
+
 static void test_close_from_listener(void)
 {
     zkr_client_options_t o;
@@ -580,6 +585,8 @@ static void test_close_from_listener(void)
     CU_ASSERT_EQUAL(zkr_client_add_listener(c, close_from_listener, &r), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_client_wait_connected(c, 20000), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(int_set, &r.called, 5000));
+    /* (called is counted before the close returns: wait for its code) */
+    CU_ASSERT_TRUE(zkt_wait_for(rc_told, &r.rc, 5000));
     CU_ASSERT_EQUAL(atomic_load(&r.rc), ZKR_EDEADLK);
     /* Nothing was done: the client still works, and closes normally. */
     CU_ASSERT_TRUE(zkr_client_is_connected(c));
