@@ -65,8 +65,8 @@ static int64_t run_relocking(zkr_client_t *c)
     if (now < c->records_due_at) /* no record's time has come: no scan */
         return c->ready_head ? now : c->records_due_at;
     int64_t next = INT64_MAX;
-    for (zkr__record_t *op = c->records_timed > 0 ? c->records : NULL; op; op = op->next) {
-        if (!op->timed || op->expired)
+    for (zkr__record_t *op = c->records; op; op = op->next) {
+        if (op->release || op->finished || op->expired)
             continue;
         pthread_mutex_lock(&op->mu);
         int inflight = op->inflight + op->end_pending;

@@ -395,3 +395,11 @@ void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn
     zkr__client_put_handle(c, h);
     zkr__node_clear(node);
 }
+
+void zkr__lost_create_delete_later(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
+{
+    char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
+    int n = zkr__protected_name(prefix, sizeof prefix, uuid, "");
+    if (n > 0 && (size_t)n < sizeof prefix)
+        zkr__client_delete_prefix_later(c, dir, prefix, session);
+}

@@ -109,6 +109,11 @@ int zkr__node_delete(zkr_client_t *c, zkr__node_t *node);
  * order on the session) and its answer settled in the background. */
 void zkr__node_delete_nowait(zkr_client_t *c, zkr__node_t *node);
 
+/* A protected create whose reply was lost and that nobody will look for
+ * any more: whatever it made (a child of dir named "_c_<uuid>-...") is
+ * deleted in the background, on `session`'s behalf. */
+void zkr__lost_create_delete_later(zkr_client_t *c, const char *dir, const char *uuid, int64_t session);
+
 void zkr__node_clear(zkr__node_t *node);
 
 /* The same as zkr__node_delete, without waiting: done(c, rc, arg) runs

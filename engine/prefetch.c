@@ -174,12 +174,8 @@ void zkr__prefetch_free(zkr__prefetch_t *p)
     zkr__prefetch_finish(p, 0); /* not waited for any more */
     if (p->node.path)
         zkr__node_delete_nowait(p->c, &p->node); /* not taken: nobody's */
-    if (p->reply_lost) { /* not taken: what it may have made goes by its prefix */
-        char prefix[ZKR__UUID_LEN + 8];
-        int n = zkr__protected_name(prefix, sizeof prefix, p->uuid, "");
-        if (n > 0 && (size_t)n < sizeof prefix)
-            zkr__client_delete_prefix_later(p->c, p->dir, prefix, p->session);
-    }
+    if (p->reply_lost) /* not taken: what it may have made goes by its prefix */
+        zkr__lost_create_delete_later(p->c, p->dir, p->uuid, p->session);
     zkr__strvec_free(&p->kids);
     free(p->path);
     free(p);

@@ -129,8 +129,6 @@ struct zkr__record {
     int ending;                /* failed with end_rc, its deletes awaited */
     int end_rc;
     int64_t end_by;            /* ... until then at the most */
-    int timed;                 /* counted in c->records_timed (an acquire
-                                  until it ends) */
     int taken, delivered;
     int detached;              /* its owner is gone: the delivery only
                                   undoes a grant (the library's own) */

@@ -15,17 +15,6 @@
 
 #include "engine/record.h"
 
-static void lost_reply_cleanup(zkr_client_t *c, const char *dir, const char *uuid, int64_t session)
-{
-    char prefix[ZKR__PROTECTED_PREFIX_LEN + 1];
-    zkr__protected_name(prefix, sizeof prefix, uuid, "");
-    pthread_mutex_lock(&c->mu);
-    int closed = c->closing;
-    pthread_mutex_unlock(&c->mu);
-    if (!closed) /* once closed, the session's end deletes it */
-        zkr__client_delete_prefix_later(c, dir, prefix, session);
-}
-
 /* A waited acquire's failure ends when the deletes of its nodes are
  * answered, so that its caller, back from the call, finds none of its
  * nodes left (a try that failed, a timeout), as after a blocking release;
@@ -49,7 +38,7 @@ static void end_delete_done(zkr_client_t *c, int rc, void *arg)
 static void fail(zkr_client_t *c, zkr__record_t *op, int rc)
 {
     if (op->phase == ZKR__PH_RECOVER)
-        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
+        zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     pthread_mutex_lock(&c->mu);
     int n = !!op->lease.path + !!op->node.path;
     /* Awaited only while the nodes' session lives (else they are gone,
@@ -102,14 +91,14 @@ static void cleanup_news(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
         nw->path = NULL;
         zkr__node_delete_nowait(c, &n);
     } else if (nw->created && reply_lost(nw, nw->create_rc)) {
-        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
+        zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     }
     if (nw->ahead_created && nw->ahead_create_rc == ZOK && nw->ahead_path) {
         zkr__node_t n = {.path = nw->ahead_path, .session = nw->ahead_owner ? nw->ahead_owner : op->csession};
         nw->ahead_path = NULL;
         zkr__node_delete_nowait(c, &n);
     } else if (nw->ahead_created && reply_lost(nw, nw->ahead_create_rc)) {
-        lost_reply_cleanup(c, op->leases_dir, op->ahead_uuid, op->csession);
+        zkr__lost_create_delete_later(c, op->leases_dir, op->ahead_uuid, op->csession);
     }
 }
 
@@ -158,7 +147,7 @@ static int on_created(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
         op->phase = ZKR__PH_RECOVER;
         op->need_look = 1;
     } else if (reply_lost(nw, rc)) {
-        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
+        zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     }
     return 0;
 }
@@ -173,7 +162,7 @@ static void on_lease_ahead(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
         memcpy(op->lease.uuid, op->ahead_uuid, sizeof op->lease.uuid);
         nw->ahead_path = NULL;
     } else if (nw->ahead_created && reply_lost(nw, nw->ahead_create_rc)) {
-        lost_reply_cleanup(c, op->leases_dir, op->ahead_uuid, op->csession);
+        zkr__lost_create_delete_later(c, op->leases_dir, op->ahead_uuid, op->csession);
     }
     if (nw->ahead_listed) {
         zkr__strvec_free(&op->ahead_kids);
@@ -295,7 +284,7 @@ static int recover_step(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw, int
         long i = zkr__strvec_find_prefix(&nw->kids, prefix);
         if (i < 0 || op->lsession != op->csession) {
             if (i >= 0 || op->lsession != op->csession)
-                lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
+                zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
             op->phase = ZKR__PH_START; /* the create never happened, or not on our session */
             return 0;
         }
@@ -331,7 +320,7 @@ static int recover_step(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw, int
     if (session != op->csession) {
         /* The session that sent the create is gone: so is its node, or it
          * goes by its prefix once we can see it. */
-        lost_reply_cleanup(c, zkr__record_stage_dir(op), op->uuid, op->csession);
+        zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
         op->phase = ZKR__PH_START;
         return 0;
     }

@@ -210,10 +210,6 @@ void zkr__record_finish_locked(zkr_client_t *c, zkr__record_t *op, int rc)
     pthread_mutex_unlock(&op->mu);
     free(op->watching);
     op->watching = NULL;
-    if (op->timed) {
-        op->timed = 0;
-        c->records_timed--;
-    }
     if (waited)
         return;
     if (op->done.on_client) { /* the library's own: the callback thread delivers it */
@@ -284,8 +280,6 @@ int zkr__record_add_locked(zkr_client_t *c, zkr__record_t *op)
         return ZKR_ECLOSED;
     op->id = ++c->next_record_id;
     if (!op->release) {
-        op->timed = 1;
-        c->records_timed++;
         zkr__record_due_locked(c, op->not_before > 0 && op->not_before < op->deadline ? op->not_before
                                                                                        : op->deadline);
     }

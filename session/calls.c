@@ -36,7 +36,7 @@ int zkr__callback_wait_relocking(zkr_client_t *c, const void *obj)
      * thread never waits for a callback (it runs none, and never waits
      * for the program): it takes a running one as its own, to be freed by
      * the runner. */
-    if (is_thread(&c->cb_started, c->cb_thread) || is_thread(&c->thread_started, c->thread))
+    if (zkr__client_on_own_thread(c))
         return c->calling == obj;
     while (c->calling == obj)
         pthread_cond_wait(&c->cond, &c->mu);

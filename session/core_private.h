@@ -184,8 +184,6 @@ struct zkr_client {
     zkr__record_t *records, *records_tail;   /* every one not yet freed, oldest first */
     int64_t records_due_at;           /* the client thread scans the records
                                          for their times no sooner */
-    int records_timed;                 /* acquires not ended: the client
-                                       thread keeps their deadlines */
     zkr__record_t *ready_head, *ready_tail; /* with something for the client thread */
     zkr__record_t *ended_head, *ended_tail; /* completions waiting to be dispatched */
     zkr__record_t *own_ended_head, *own_ended_tail; /* the library's own (on_client):

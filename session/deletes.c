@@ -57,6 +57,11 @@ static void add_delete(zkr_client_t *c, const char *path, const char *prefix, in
     d->session = session_id;
     d->backoff = DELETE_RETRY_MIN_MS;
     pthread_mutex_lock(&c->mu);
+    if (c->closing) { /* its session's end deletes our nodes; nothing is sent any more */
+        pthread_mutex_unlock(&c->mu);
+        delete_free(d);
+        return;
+    }
     d->id = ++c->next_id;
     d->next = c->deletes;
     c->deletes = d;
