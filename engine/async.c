@@ -117,16 +117,6 @@ static void state_locked(zkr_client_t *c, zkr_state_t s)
     }
 }
 
-static void wake_path(zkr_client_t *c, const char *path)
-{
-    pthread_mutex_lock(&c->mu);
-    for (zkr__record_t *op = c->records; op; op = op->next) {
-        if (!op->finished && op->watching && strcmp(op->watching, path) == 0)
-            zkr__record_wake_locked(c, op, 1);
-    }
-    pthread_mutex_unlock(&c->mu);
-}
-
 static int in_dispatch(const zkr_client_t *c)
 {
     return dispatching == c;
@@ -147,8 +137,8 @@ static void close_all(zkr_client_t *c)
         pthread_mutex_unlock(&op->mu);
         pthread_mutex_unlock(&c->mu);
         /* The session is closed: its ephemeral nodes are gone. */
-        zkr__track_remove(c, op->lease.track, NULL);
-        zkr__track_remove(c, op->node.track, NULL);
+        zkr__track_remove(c, op->lease.track);
+        zkr__track_remove(c, op->node.track);
         op->lease.track = op->node.track = NULL;
         pthread_mutex_lock(&c->mu);
         zkr__record_finish_locked(c, op, ZKR_ECLOSED);
@@ -216,7 +206,6 @@ static const zkr__hooks_t hooks = {
     .deliver_relocking = deliver_relocking,
     .deliver_pending_locked = deliver_pending_locked,
     .state_locked = state_locked,
-    .wake_path = wake_path,
     .close = close_all,
     .free = free_all,
     .in_dispatch = in_dispatch,

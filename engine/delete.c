@@ -18,12 +18,6 @@ void zkr__node_clear(zkr__node_t *node)
     memset(node, 0, sizeof *node);
 }
 
-static void ignore_void(int rc, const void *data)
-{
-    (void)rc;
-    (void)data;
-}
-
 /* What the answer to our delete of `path` means.  Returns the release's
  * code: ZKR_OK (gone, or finished in the background), ZKR_ELOST if `lost`,
  * or the server's refusal. */
@@ -154,7 +148,6 @@ typedef struct defer_entry {
     zkr__zh_t *h;         /* a reference, as long */
     char *path;
     int64_t session;
-    int watched;          /* our own watch was on it: wake our waiters once sent */
     delete_wait_t *dw;    /* its wait, once sent */
     int zrc;              /* the answer, or DELETE_PENDING */
 } defer_entry_t;
@@ -169,7 +162,7 @@ static _Thread_local defer_list_t deferred;
 /* Keep the delete of path for zkr__deletes_defer_end, with the caller's
  * entry into c and its reference to h.  0 if not deferring (or no memory:
  * the caller deletes now). */
-static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session, int watched)
+static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t session)
 {
     if (!deferred.active)
         return 0;
@@ -184,7 +177,7 @@ static int defer_add(zkr_client_t *c, zkr__zh_t *h, const char *path, int64_t se
     char *copy = strdup(path);
     if (!copy)
         return 0;
-    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, watched, NULL, DELETE_PENDING};
+    deferred.e[deferred.n++] = (defer_entry_t){c, h, copy, session, NULL, DELETE_PENDING};
     return 1;
 }
 
@@ -235,12 +228,6 @@ int zkr__deletes_defer_end_by(int64_t by)
         if (group)
             zkr__zh_delete_group(l.e[i].h, (zkr__zdel_t *)group);
     }
-    /* Our own session's waiters on these nodes lost their watch with ours:
-     * wake them now the deletes are on their way. */
-    for (size_t i = 0; i < l.n; i++)
-        if (l.e[i].watched)
-            zkr__client_wake_path(l.e[i].c, l.e[i].path);
-
     int first = ZKR_OK;
     for (size_t i = 0; i < l.n; i++) {
         defer_entry_t *e = &l.e[i];
@@ -267,9 +254,9 @@ int zkr__deletes_defer_end_by(int64_t by)
  * zkr__deletes_defer_begin and _end: kept, and sent by _end). */
 static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
 {
-    int was_lost = 0, watched = 0;
+    int was_lost = 0;
     if (node->track) {
-        was_lost = zkr__track_remove(c, node->track, &watched) == ZKR_HOLD_LOST;
+        was_lost = zkr__track_remove(c, node->track) == ZKR_HOLD_LOST;
         node->track = NULL;
     }
     if (!node->path)
@@ -287,14 +274,11 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
     int lost = was_lost || zkr__zh_session(c, h) != node->session;
     int zrc = ZCONNECTIONLOSS;
     if (zkr__zh_usable(c, h)) {
-        /* Our own watch, if it was set, goes first (same session: in
-         * order), so the delete wakes only the next waiter. */
-        /* zookeeper.h declares this completion as void_completion_t *, but
-         * the C client stores and calls it as a void_completion_t. */
-        if (watched)
-            zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0,
-                                    (void_completion_t *)ignore_void, NULL);
-        if (wait_ms > 0 && defer_add(c, h, node->path, node->session, watched)) {
+        /* Our own watch, if it was set, stays: the delete fires it to our
+         * session alone (a notification; its track is gone, so it is
+         * ignored), which costs the server less than a request to remove
+         * it. */
+        if (wait_ms > 0 && defer_add(c, h, node->path, node->session)) {
             /* zkr__deletes_defer_end sends it, settles it, and leaves. */
             zkr__node_clear(node);
             return lost ? ZKR_ELOST : ZKR_OK;
@@ -302,10 +286,6 @@ static int node_delete(zkr_client_t *c, zkr__node_t *node, int64_t wait_ms)
         zrc = delete_bounded(c, h, node->path, node->session, wait_ms);
         if (zrc != DELETE_PENDING)
             zkr__zh_answer(zkr__zh(h), zrc);
-        /* Our own session's waiters on this node lost their watch with
-         * ours: wake them (they look again and find it gone). */
-        if (watched)
-            zkr__client_wake_path(c, node->path);
     }
     if (zrc == DELETE_PENDING)
         rc = lost ? ZKR_ELOST : ZKR_OK; /* settled in the background */
@@ -354,9 +334,9 @@ static void delete_cb_done(zkr__zdel_t *d, int zrc)
 
 void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn done, void *arg)
 {
-    int was_lost = 0, watched = 0;
+    int was_lost = 0;
     if (node->track) {
-        was_lost = zkr__track_remove(c, node->track, &watched) == ZKR_HOLD_LOST;
+        was_lost = zkr__track_remove(c, node->track) == ZKR_HOLD_LOST;
         node->track = NULL;
     }
     zkr__zh_t *h = NULL;
@@ -387,11 +367,8 @@ void zkr__node_delete_cb(zkr_client_t *c, zkr__node_t *node, zkr__delete_done_fn
     memcpy(dc->path, node->path, len);
     dc->del.path = dc->path;
     dc->del.done = delete_cb_done;
-    if (watched) /* our own watch first (same session: in order) */
-        zoo_aremove_all_watches(zkr__zh(h), node->path, ZWATCHTYPE_DATA, 0, (void_completion_t *)ignore_void, NULL);
-    zkr__zh_delete(h, &dc->del); /* dc may be gone from here on */
-    if (watched)
-        zkr__client_wake_path(c, node->path);
+    zkr__zh_delete(h, &dc->del); /* dc may be gone from here on (our own
+                                    watch stays: see node_delete) */
     zkr__client_put_handle(c, h);
     zkr__node_clear(node);
 }

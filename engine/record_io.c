@@ -458,6 +458,8 @@ void zkr__record_send_watch_locked(zkr_client_t *c, zkr__record_t *op, char *wpa
     free(op->watching);
     op->watching = wpath;
     op->watching_first = first;
+    if (first) /* granted on that node's deletion, unlisted: watch ours */
+        zkr__track_next_in_line_locked(c, op->in_lease ? op->lease.track : op->node.track);
     pthread_mutex_lock(&op->mu);
     zhandle_t *zh = current_locked(c, op);
     int zrc = zh ? zoo_awget(zh, wpath, watch_fn, (void *)(uintptr_t)op->id, wset_done, op) : ZCLOSING;

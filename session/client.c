@@ -414,15 +414,6 @@ static int in_dispatch(zkr_client_t *c)
     return hooks && hooks->in_dispatch(c);
 }
 
-void zkr__client_wake_path(zkr_client_t *c, const char *path)
-{
-    pthread_mutex_lock(&c->mu);
-    const zkr__hooks_t *hooks = c->hooks;
-    pthread_mutex_unlock(&c->mu);
-    if (hooks)
-        hooks->wake_path(c, path);
-}
-
 void zkr__client_set_hooks(zkr_client_t *c, const zkr__hooks_t *hooks)
 {
     /* every acquire asks: once set, no trip through the client mutex */

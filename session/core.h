@@ -62,9 +62,6 @@ typedef struct zkr__hooks {
     /* Client thread, c->mu held: state s happened (applied to the holds;
      * the listeners hear of it on the callback thread). */
     void (*state_locked)(zkr_client_t *c, zkr_state_t s);
-    /* No lock held (takes c->mu): our own session's watches on `path` were
-     * removed by a release; whatever waits on them looks again. */
-    void (*wake_path)(zkr_client_t *c, const char *path);
     /* zkr_client_close, after the handles are closed (no lock held): end
      * everything still pending and run its completions. */
     void (*close)(zkr_client_t *c);
@@ -246,13 +243,21 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 typedef struct zkr__track zkr__track_t;
 
 /* Track the node at `path` that `session` just created; `waiter` (or 0) is
- * woken if someone else deletes it (see zkr__track_set_waiter).  A node that lives
- * ZKR__SELF_WATCH_DELAY_MS gets one data watch of its own session (set by
- * the client thread), which tells if anyone else deletes it; a node deleted
- * sooner than that by someone else is seen when the watch is set (the
- * server answers "no node").  A lock taken and released within the delay,
- * the common case, costs no request for it.  Returns ZKR_OK, ZKR_ENOMEM. */
+ * woken if someone else is seen deleting it (see zkr__track_set_waiter).
+ * A node that holds, or is next in line (granted on its predecessor's
+ * deletion, without another listing), gets one data watch of its own
+ * session ZKR__SELF_WATCH_DELAY_MS after that began (set by the client
+ * thread), which tells if anyone else deletes it; a deletion sooner than
+ * that is seen when the watch is set (the server answers "no node").
+ * A lock taken and released within the delay, the common case, costs no
+ * request for it.  A node further back in line (granted only on a
+ * listing, which shows it) is watched once it has waited
+ * ZKR__WAITER_WATCH_DELAY_MS: a long wait costs one request, a short one
+ * none.  The watch is never
+ * removed: our own delete fires it, to our session alone.
+ * Returns ZKR_OK, ZKR_ENOMEM. */
 #define ZKR__SELF_WATCH_DELAY_MS 20
+#define ZKR__WAITER_WATCH_DELAY_MS 2000
 int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t waiter, zkr__track_t **out);
 /* The node grants a hold: it starts SAFE if the client is connected on its
  * session now, IN_DOUBT if disconnected, LOST if the session or the node is
@@ -260,6 +265,10 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t 
  * that returned ZKR_OK implies SAFE).  fn may be NULL (poll only): such a
  * hold changes state exactly like the others. */
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
+/* The node is next in line: it will be granted when the one node before it
+ * goes, without a listing; it gets its self watch (above).  c->mu held.
+ * NULL: no-op. */
+void zkr__track_next_in_line_locked(zkr_client_t *c, zkr__track_t *t);
 /* The waiter (an id the hooks' wake_id_locked knows) to wake if someone
  * else deletes the node; 0 for none. */
 void zkr__track_set_waiter(zkr_client_t *c, zkr__track_t *t, uint64_t waiter);
@@ -269,15 +278,8 @@ void zkr__track_mark_deleted(zkr_client_t *c, zkr__track_t *t);
 zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t);
 /* Stop tracking; after it returns fn is not running (unless called from fn)
  * and will not run again.  Returns the last state (ZKR_HOLD_LOST also for
- * a node deleted by someone else).  *watched (if not NULL) is set to 1 if
- * the self watch was sent (the caller removes it before deleting the
- * node).  NULL is a no-op. */
-zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watched);
-
-/* A release removed our own session's watches on `path` before deleting
- * it (so that the delete wakes only the next waiter's session): whatever
- * of ours waits on it looks again (through the hooks). */
-void zkr__client_wake_path(zkr_client_t *c, const char *path);
+ * a node deleted by someone else).  NULL is a no-op. */
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
 
 /* ---- background deletes -------------------------------------------------- */
 

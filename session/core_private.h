@@ -95,6 +95,11 @@ typedef struct zkr__sub_event zkr__sub_event_t;
 typedef struct zkr__pending_delete zkr__pending_delete_t;
 typedef struct zkr__record zkr__record_t;
 
+/* A queue of tracked nodes awaiting their self watch (tracks.c). */
+typedef struct zkr__watch_queue {
+    zkr__track_t *head, *tail;
+} zkr__watch_queue_t;
+
 struct zkr_client {
     /* ---- set by zkr_client_open, constant afterwards (no lock) ---- */
     char *hosts;              /* with the chroot appended */
@@ -167,8 +172,8 @@ struct zkr_client {
     /* ---- tracks.c ---- */
     zkr__track_t *tracks;     /* oldest first */
     zkr__track_t *tracks_tail;
-    zkr__track_t *track_unwatched; /* first track without its self watch
-                                 (they are the list's newest) */
+    zkr__watch_queue_t watch_q[2]; /* nodes awaiting their self watch:
+                                 soon, late (tracks.c) */
     int64_t track_timer_at;   /* when the client thread looks at them next */
     unsigned track_epoch;     /* bumped by every state change applied */
     int tracks_dirty;         /* some track's state differs from what its

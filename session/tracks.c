@@ -1,12 +1,21 @@
 /* Tracked nodes and holds.  Every node a recipe creates is tracked from
- * its creation to its delete.  Once it has lived ZKR__SELF_WATCH_DELAY_MS,
- * the client thread sets one data watch on it (asynchronously): if anyone
- * else deletes it while our session lives, its waiter is woken (the
- * acquire fails with ZKR_EDELETED) or, once it grants a hold, the hold
- * becomes LOST at once.  A node deleted by someone else before then is
- * seen when the watch is set.  A lock taken and released within the delay
- * (the common case) sends nothing for it.  The watch is removed before our
- * own delete, so a release wakes only the next waiter.
+ * its creation to its delete.  A node that holds, or is next in line (the
+ * one node before it is first: it will be granted on that node's deletion
+ * without another listing), gets one data watch of its own session
+ * ZKR__SELF_WATCH_DELAY_MS after that began, set by the client thread
+ * (asynchronously): if anyone else deletes it while our session lives, its
+ * waiter is woken (the acquire fails with ZKR_EDELETED) or the hold
+ * becomes LOST at once.  A node deleted by someone else before then (after
+ * the listing or the create that last showed it) is seen when the watch
+ * is set (the server answers "no node").  A lock taken
+ * and released within the delay (the common case) sends nothing for it.
+ * A node further back in line is granted only on a listing, which shows
+ * whether it is still there; it is watched only once it has waited
+ * ZKR__WAITER_WATCH_DELAY_MS (a waiter whose node is deleted learns of it
+ * within that, or when its turn comes, if sooner).  The watch stays on
+ * through our own delete, which fires it to our session alone (a
+ * notification, not a request; the track is gone by then, so it is
+ * ignored).
  *
  * The client tells each granted hold whether it is still safe.  States
  * change on the client thread as soon as a connection state happens
@@ -27,8 +36,10 @@ struct zkr__track {
     uint64_t id;
     char *path;
     int64_t session;
-    int64_t created;       /* monotonic ms */
-    int watched;           /* its self watch was sent */
+    int watch_queued;      /* its self watch is due at watch_at: on
+                              c->watch_q[watch_queued - 1] */
+    int64_t watch_at;      /* monotonic ms */
+    int watch_sent;        /* once per node */
     int held;              /* granted a hold (else a node still queued) */
     int deleted;           /* deleted by someone else while our session lived */
     uint64_t waiter;       /* the waiter to wake if it is deleted (0: none) */
@@ -40,6 +51,8 @@ struct zkr__track {
     void *ctx;
     int removed;           /* unlinked during its own callback: runner frees */
     struct zkr__track *prev, *next;
+    struct zkr__track *wprev, *wnext; /* the nodes awaiting their self
+                                         watch, soonest due first */
 };
 
 typedef struct verify_op {
@@ -49,6 +62,8 @@ typedef struct verify_op {
     uint64_t id;
     unsigned epoch;
 } verify_op_t;
+
+static void watch_plan_locked(zkr_client_t *c, zkr__track_t *t, int late);
 
 static void track_free(zkr__track_t *t)
 {
@@ -145,7 +160,6 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t 
     t->session = session;
     t->waiter = waiter;
     t->told = ZKR_HOLD_SAFE;
-    t->created = zkr__now_ms();
     pthread_mutex_lock(&c->mu);
     t->id = ++c->next_id;
     t->prev = c->tracks_tail;
@@ -154,14 +168,7 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t 
     else
         c->tracks = t;
     c->tracks_tail = t;
-    if (!c->track_unwatched)
-        c->track_unwatched = t;
-    /* The client thread sets the watch; wake it only if it would look
-     * later than this node's due time (once per batch, not per node). */
-    if (c->track_timer_at > t->created + ZKR__SELF_WATCH_DELAY_MS) {
-        c->track_timer_at = t->created + ZKR__SELF_WATCH_DELAY_MS;
-        zkr__wake_locked(c);
-    }
+    watch_plan_locked(c, t, 1); /* a waiter further back, for now */
     pthread_mutex_unlock(&c->mu);
     *out = t;
     return ZKR_OK;
@@ -188,27 +195,81 @@ static void self_watch_send_locked(zkr_client_t *c, zkr__track_t *t)
     }
 }
 
+/* The two queues of nodes awaiting their self watch: 0 (soon: holds and
+ * next in line) and 1 (late: further back in line).  Each is in due order
+ * as it is appended, for its delay is constant. */
+static void watch_unqueue_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    if (!t->watch_queued)
+        return;
+    zkr__watch_queue_t *q = &c->watch_q[t->watch_queued - 1];
+    if (t->wprev)
+        t->wprev->wnext = t->wnext;
+    else
+        q->head = t->wnext;
+    if (t->wnext)
+        t->wnext->wprev = t->wprev;
+    else
+        q->tail = t->wprev;
+    t->wprev = t->wnext = NULL;
+    t->watch_queued = 0;
+}
+
+/* t's self watch is due delay_ms from now (now: the listing or the create
+ * that last showed it), unless it is sent or due sooner already.  The
+ * client thread is woken only if it would look later than that (once per
+ * batch, not per node).  c->mu held. */
+static void watch_plan_locked(zkr_client_t *c, zkr__track_t *t, int late)
+{
+    int64_t at = zkr__now_ms() + (late ? ZKR__WAITER_WATCH_DELAY_MS : ZKR__SELF_WATCH_DELAY_MS);
+    if (t->watch_sent || (t->watch_queued && t->watch_at <= at))
+        return;
+    watch_unqueue_locked(c, t);
+    zkr__watch_queue_t *q = &c->watch_q[late];
+    t->watch_queued = late + 1;
+    t->watch_at = at;
+    t->wprev = q->tail;
+    if (q->tail)
+        q->tail->wnext = t;
+    else
+        q->head = t;
+    q->tail = t;
+    if (c->track_timer_at > at) {
+        c->track_timer_at = at;
+        zkr__wake_locked(c);
+    }
+}
+
+void zkr__track_next_in_line_locked(zkr_client_t *c, zkr__track_t *t)
+{
+    if (t)
+        watch_plan_locked(c, t, 0);
+}
+
 int64_t zkr__tracks_watch_locked(zkr_client_t *c)
 {
-    int64_t now = zkr__now_ms();
-    while (c->track_unwatched) {
-        zkr__track_t *t = c->track_unwatched;
-        if (t->created + ZKR__SELF_WATCH_DELAY_MS > now)
-            break;
-        if (!c->cur || !c->sm.connected || !c->have_session) {
-            /* Cut off: look again in a while (the check after
-             * RECONNECTED covers the holds meanwhile). */
-            c->track_timer_at = now + ZKR__SELF_WATCH_DELAY_MS;
-            return c->track_timer_at;
+    int64_t now = zkr__now_ms(), next = INT64_MAX;
+    for (int k = 0; k < 2; k++) {
+        zkr__watch_queue_t *q = &c->watch_q[k];
+        while (q->head && q->head->watch_at <= now) {
+            zkr__track_t *t = q->head;
+            if (!c->cur || !c->sm.connected || !c->have_session) {
+                /* Cut off: look again in a while (the check after
+                 * RECONNECTED covers the holds meanwhile). */
+                c->track_timer_at = now + ZKR__SELF_WATCH_DELAY_MS;
+                return c->track_timer_at;
+            }
+            if (c->session_id == t->session && t->state != ZKR_HOLD_LOST && !t->deleted)
+                self_watch_send_locked(c, t);
+            /* (another session's node went with it: nothing to watch) */
+            watch_unqueue_locked(c, t);
+            t->watch_sent = 1;
         }
-        if (c->session_id == t->session)
-            self_watch_send_locked(c, t);
-        /* (another session's node went with it: nothing to watch) */
-        t->watched = 1;
-        c->track_unwatched = t->next;
+        if (q->head && q->head->watch_at < next)
+            next = q->head->watch_at;
     }
-    c->track_timer_at = c->track_unwatched ? c->track_unwatched->created + ZKR__SELF_WATCH_DELAY_MS : INT64_MAX;
-    return c->track_timer_at;
+    c->track_timer_at = next;
+    return next;
 }
 
 void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
@@ -223,6 +284,8 @@ void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ct
         c->tracks_dirty = 1; /* the listener hears how the hold begins */
         zkr__wake_callbacks_locked(c);
     }
+    if (t->state != ZKR_HOLD_LOST)
+        watch_plan_locked(c, t, 0);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -250,15 +313,12 @@ zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
     return st;
 }
 
-zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watched)
+zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t)
 {
-    if (watched)
-        *watched = 0;
     if (!t)
         return ZKR_HOLD_NONE;
     pthread_mutex_lock(&c->mu);
-    if (c->track_unwatched == t)
-        c->track_unwatched = t->next;
+    watch_unqueue_locked(c, t);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -269,8 +329,6 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t, int *watche
         c->tracks_tail = t->prev;
     t->prev = t->next = NULL;
     t->fn = NULL;
-    if (watched)
-        *watched = t->watched;
     zkr_hold_state_t st = t->state;
     int inside = zkr__callback_wait_relocking(c, t);
     if (inside)
@@ -406,5 +464,6 @@ void zkr__tracks_free(zkr_client_t *c)
         c->tracks = t->next;
         track_free(t);
     }
-    c->tracks_tail = c->track_unwatched = NULL;
+    c->tracks_tail = NULL;
+    memset(c->watch_q, 0, sizeof c->watch_q);
 }

@@ -291,6 +291,11 @@ static int waiter_watching(void *arg)
     return zkt_watches_on(w->pred) == 1 && zkt_owner_watches(w->own) == 1;
 }
 
+static int owner_watches_node_of(void *path)
+{
+    return zkt_owner_watches(path) == 1;
+}
+
 static void test_outside_delete_waiter(void)
 {
     char path[128];
@@ -332,6 +337,66 @@ static void test_outside_delete_waiter(void)
     lk_free(&b);
     zkr_client_close(ca);
     zkr_client_close(cb);
+    zkt_raw_close(zh);
+}
+
+/* A waiter further back in line (its turn comes only through a listing,
+ * which would show its node gone) costs nothing while it waits less than
+ * ZKR__WAITER_WATCH_DELAY_MS (2 s): then its own session watches its node,
+ * and an outside deletion ends its wait with ZKR_EDELETED at once, not
+ * when its turn comes. */
+static void test_outside_delete_waiter_behind(void)
+{
+    char path[128];
+    zkt_path("outside-behind", path, sizeof path);
+    zhandle_t *zh = zkt_raw();
+    enum { N = 4 };
+    zkr_client_t *cs[N];
+    lk_t l[N];
+    waiter_t w[N];
+    for (int i = 0; i < N; i++) {
+        cs[i] = zkt_client(SESSION_MS);
+        lk_new(&l[i], K_MUTEX, 1, cs[i], path);
+    }
+    CU_ASSERT_EQUAL_FATAL(lk_acquire(&l[0], 5000), ZKR_OK);
+    for (int i = 1; i < N; i++) {
+        waiter_start(&w[i], &l[i], LONG_WAIT_MS);
+        CU_ASSERT_TRUE_FATAL(zkt_wait_children(zh, path, i + 1, 10000));
+    }
+    char *last = node_of(zh, path, session_of(cs[N - 1]));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(last);
+    int64_t queued = zkt_now_ms();
+    /* The last waiter's node is not watched by its owner at first ... */
+    CU_ASSERT_EQUAL(zkt_owner_watches(last), 0);
+    /* ... and is once it has waited 2 s. */
+    CU_ASSERT_TRUE(zkt_wait_for(owner_watches_node_of, last, 10000));
+    int64_t watched = zkt_now_ms() - queued;
+    printf("\n    the last waiter's own watch came after %lld ms ", (long long)watched);
+    CU_ASSERT_TRUE(watched >= 1500);
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zoo_delete(zh, last, -1), ZOK);
+    CU_ASSERT_TRUE(zkt_wait_for(int_set, &w[N - 1].done, 10000));
+    pthread_join(w[N - 1].tid, NULL);
+    printf("returned %s %lld ms after its node was deleted ", zkr_err_name(w[N - 1].rc),
+           (long long)(w[N - 1].returned_at - t0));
+    CU_ASSERT_EQUAL(w[N - 1].rc, ZKR_EDELETED);
+    CU_ASSERT_TRUE(w[N - 1].returned_at - t0 < 1000);
+    /* The others are untouched and take their turns in order. */
+    CU_ASSERT_EQUAL(atomic_load(&w[1].done), 0);
+    CU_ASSERT_EQUAL(atomic_load(&w[2].done), 0);
+    CU_ASSERT_EQUAL(lk_release(&l[0]), ZKR_OK);
+    for (int i = 1; i < N - 1; i++) {
+        CU_ASSERT_TRUE(zkt_wait_for(int_set, &w[i].done, 10000));
+        pthread_join(w[i].tid, NULL);
+        CU_ASSERT_EQUAL(w[i].rc, ZKR_OK);
+        CU_ASSERT_EQUAL(w[i].release_rc, ZKR_OK);
+    }
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    free(last);
+    for (int i = 0; i < N; i++) {
+        lk_free(&l[i]);
+        zkr_client_close(cs[i]);
+    }
     zkt_raw_close(zh);
 }
 
@@ -418,6 +483,8 @@ static void add_suites(void)
     CU_add_test(s, "outside deletion of a semaphore mutex holder's lease", test_outside_smutex);
     CU_add_test(s, "outside deletion of a lease of a 1-lease semaphore", test_outside_lease);
     CU_add_test(s, "outside deletion of a waiting node: ZKR_EDELETED at once", test_outside_delete_waiter);
+    CU_add_test(s, "a waiter further back: watched after 2 s, then ZKR_EDELETED at once",
+                test_outside_delete_waiter_behind);
     CU_add_test(s, "a directory that forbids delete: release returns the refusal", test_release_refused);
     CU_add_test(s, "release on a stalled link returns within ZKR_RELEASE_WAIT_MS", test_release_during_stall);
 }
