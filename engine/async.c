@@ -344,7 +344,7 @@ int zkr_async_cancel(zkr_client_t *c, uint64_t id)
         return ZKR_EINVAL;
     pthread_mutex_lock(&c->mu);
     zkr__record_t *op = zkr__record_find_locked(c, id);
-    int rc = (op && !op->taken) ? ZKR_OK : ZKR_ENONODE;
+    int rc = (op && !op->taken) ? ZKR_OK : ZKR_ENOTFOUND;
     if (rc == ZKR_OK) {
         op->cancel = 1;
         if (!op->finished)

@@ -132,7 +132,7 @@ int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t
             if (locks[i].ops == locks[j].ops)
                 return ZKR_EINVAL;
             if (locks[i].ops == &rd_ops && locks[j].ops == &wr_ops)
-                return ZKR_EDEADLK;
+                return ZKR_ENEVER;
         }
     }
     zkr_multilock_t *ml = calloc(1, sizeof *ml);

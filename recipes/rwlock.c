@@ -122,7 +122,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
     zkr__hold_t *rh = zkr__holds_mine_locked(&l->reads);
     if (writer && rh) {
         pthread_mutex_unlock(&l->mu);
-        return ZKR_EDEADLK; /* upgrade: our own read node would block us forever */
+        return ZKR_ENEVER; /* upgrade: our own read node would block us forever */
     }
     if (!writer && wh) {
         write_path = strdup(wh->node.path);

@@ -164,7 +164,7 @@ int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms, zk
     if (!s || !leases || n < 1 || n > ZKR_LEASES_MAX)
         return ZKR_EINVAL;
     if (!s->count_path && n > (size_t)s->max_fixed)
-        return ZKR_EDEADLK; /* more leases than the semaphore has: never */
+        return ZKR_ENEVER; /* more leases than the semaphore has */
     int64_t deadline = zkr__deadline(timeout_ms);
     for (size_t i = 0; i < n; i++)
         leases[i] = NULL;

@@ -34,7 +34,7 @@ int zkr_client_add_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx)
         if (!(*p)->removed && (*p)->fn == fn && (*p)->ctx == ctx) {
             pthread_mutex_unlock(&c->mu);
             free(l);
-            return ZKR_ENODEEXISTS;
+            return ZKR_EALREADY;
         }
     }
     *p = l; /* append: listeners run in registration order */
@@ -52,7 +52,7 @@ int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx)
         l = l->next;
     if (!l) {
         pthread_mutex_unlock(&c->mu);
-        return ZKR_ENONODE;
+        return ZKR_ENOTFOUND;
     }
     l->removed = 1; /* stays linked (the runner may be walking past it) */
     zkr__callback_wait_relocking(c, l);

@@ -230,7 +230,7 @@ static void one_kind(int kind)
         CU_ASSERT_PTR_NOT_NULL(zkr_hold_node_path(r.hold));
         CU_ASSERT_STRING_EQUAL(zkr_hold_kind(r.hold), kind_names[kind]);
     }
-    CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENONODE); /* delivered: too late */
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENOTFOUND); /* delivered: too late */
     CU_ASSERT_EQUAL(release_rec(&r), ZKR_OK);
     pump_for(c, 100);
     CU_ASSERT_EQUAL(r.calls, 1);
@@ -262,7 +262,7 @@ static void one_kind(int kind)
     CU_ASSERT_EQUAL(k.calls, 0); /* never inside cancel */
     CU_ASSERT(pump_until(c, &k, WAIT_MS));
     CU_ASSERT_EQUAL(k.rc, ZKR_ECANCELED);
-    CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENONODE);
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENOTFOUND);
     CU_ASSERT(wait_nodes(zh, kind, path, bnodes));
 
     /* its node deleted by another session while it waits: ZKR_EDELETED at
@@ -337,7 +337,7 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), 10, NULL, &r, NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, (zkr_dispatch_mode_t)7), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_async_cancel(c, 0), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_async_cancel(c, 12345), ZKR_ENONODE);
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, 12345), ZKR_ENOTFOUND);
     CU_ASSERT_EQUAL(zkr_client_dispatch(c), 0); /* nothing pending: fine */
     int fd = zkr_client_fd(c);
     CU_ASSERT(fd >= 0);

@@ -863,7 +863,7 @@ static void test_async_term(void)
     CU_ASSERT_TRUE(td > ta);
     CU_ASSERT_EQUAL(zkr_hold_release(d.hold), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(raw, path), 0);
-    CU_ASSERT_EQUAL(zkr_async_cancel(c, ida), ZKR_ENONODE);
+    CU_ASSERT_EQUAL(zkr_async_cancel(c, ida), ZKR_ENOTFOUND);
     zkr_client_close(c);
     zkt_raw_close(raw);
 }

@@ -167,7 +167,7 @@ static void test_error_table(void)
 {
     const char *seen[32] = {0};
     int n = 0;
-    for (int e = 0; e >= -21; e--) {
+    for (int e = 0; e >= ZKR_ENEVER; e--) {
         const char *name = zkr_err_name(e), *msg = zkr_strerror(e);
         CU_ASSERT_STRING_NOT_EQUAL(name, "ZKR_E?");
         CU_ASSERT_STRING_NOT_EQUAL(msg, "unknown error");
@@ -177,7 +177,9 @@ static void test_error_table(void)
         seen[n++] = name;
     }
     CU_ASSERT_STRING_EQUAL(zkr_err_name(ZKR_ETIMEDOUT), "ZKR_ETIMEDOUT");
-    CU_ASSERT_STRING_EQUAL(zkr_err_name(-22), "ZKR_E?");
+    CU_ASSERT_EQUAL(ZKR_ENEVER, -24); /* the values are ABI: appended, never moved */
+    CU_ASSERT_STRING_EQUAL(zkr_err_name(ZKR_ENOTFOUND), "ZKR_ENOTFOUND");
+    CU_ASSERT_STRING_EQUAL(zkr_err_name(-25), "ZKR_E?");
     CU_ASSERT_STRING_EQUAL(zkr_strerror(42), "unknown error");
 }
 

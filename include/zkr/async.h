@@ -98,7 +98,7 @@ ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_m
  *               also when the grant raced ahead of the cancel but its
  *               completion had not started yet: the hold is released and
  *               ZKR_ECANCELED reported instead.
- *   ZKR_ENONODE no such pending acquire: the id is unknown, or its
+ *   ZKR_ENOTFOUND no such pending acquire: the id is unknown, or its
  *               completion has started or run (then the completion
  *               reported the outcome, a hold to release if ZKR_OK)
  *   ZKR_EINVAL  c NULL or id 0 */

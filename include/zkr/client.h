@@ -238,13 +238,13 @@ ZKR_EXTERN int zkr_client_with_handle(zkr_client_t *c, zkr_handle_fn fn, void *c
 typedef void (*zkr_state_fn)(zkr_client_t *c, zkr_state_t state, void *ctx);
 
 /* Register a listener.  The same (fn, ctx) pair may be added only once.
- * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENODEEXISTS (already
+ * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_EALREADY (already
  * registered), ZKR_ENOMEM, ZKR_ECLOSED. */
 ZKR_EXTERN int zkr_client_add_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
 
 /* Remove a listener.  When it returns, the listener is not running (unless
  * this is called from inside that listener) and will not be called again.
- * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENONODE (not registered). */
+ * Returns ZKR_OK, ZKR_EINVAL (NULL c or fn), ZKR_ENOTFOUND (not registered). */
 ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void *ctx);
 
 /* Close the session (ephemeral lock nodes vanish at once on the server).

@@ -20,20 +20,23 @@ extern "C" {
     XX(ESESSIONLOST, -5, "ZooKeeper session lost")      /* expired or declared LOST */          \
     XX(ECLOSED, -6, "client closed")                    /* the client is closing or closed */   \
     XX(ENOTOWNER, -7, "not held by the caller")         /* release of what is not held */       \
-    XX(ENONODE, -8, "node does not exist")                                                      \
-    XX(ENODEEXISTS, -9, "node already exists")                                                  \
+    XX(ENONODE, -8, "node does not exist")              /* a ZooKeeper node */                  \
+    XX(ENODEEXISTS, -9, "node already exists")          /* a ZooKeeper node */                  \
     XX(ENOAUTH, -10, "not authorised by ZooKeeper")     /* ACL or auth failure */               \
-    XX(EBUSY, -11, "object in use")                     /* a hold count would overflow */       \
-    XX(EDEADLK, -12, "request can never be granted (would deadlock)")                          \
-    XX(ELOST, -13, "hold was lost with the session")    /* before this call */                  \
+    XX(EBUSY, -11, "hold count would overflow")         /* a thread's holds past INT_MAX */     \
+    XX(EDEADLK, -12, "the call would wait for the calling thread itself") /* from a callback */ \
+    XX(ELOST, -13, "hold was lost (session gone, or node deleted by another)")                 \
     XX(EBADDATA, -14, "malformed data in ZooKeeper")                                            \
     XX(EZOOKEEPER, -15, "ZooKeeper error")              /* another ZooKeeper error */           \
     XX(ESYSTEM, -16, "system error")                    /* threads, randomness */              \
-    XX(EDELETED, -17, "lock node deleted by another session") /* while we waited */      \
-    XX(ECANCELED, -18, "acquire cancelled")             /* zkr_async_cancel */                  \
+    XX(EDELETED, -17, "our node was deleted by another session") /* while we waited */      \
+    XX(ECANCELED, -18, "acquire cancelled")             /* zkr_async_cancel, object freed */    \
     XX(EGUARD, -19, "hold no longer stands: nothing was written") /* guarded write */        \
-    XX(ENOTLEADER, -20, "not the leader")               /* proclaim, token, interrupt */       \
-    XX(ESTATE, -21, "not started, or closed already")   /* latch, selector lifecycle */
+    XX(ENOTLEADER, -20, "not the leader")               /* proclaim, token, guarded write */   \
+    XX(ESTATE, -21, "not started, started already, or closed") /* latch, selector lifecycle */ \
+    XX(ENOTFOUND, -22, "no such registration")          /* listener, asynchronous acquire id */ \
+    XX(EALREADY, -23, "already registered")             /* the same listener twice */           \
+    XX(ENEVER, -24, "request can never be granted")     /* upgrade, n over the leases */
 
 typedef enum zkr_error {
     ZKR_OK = 0,

@@ -35,14 +35,14 @@ typedef struct zkr_multilock zkr_multilock_t;
 
 /* Copies the n references (n >= 1, each valid).  The lock objects must
  * outlive the multi-lock.  Returns ZKR_OK, ZKR_ENOMEM, ZKR_EINVAL (NULL,
- * n == 0, a bad reference, the same lock twice), ZKR_EDEADLK (the read
+ * n == 0, a bad reference, the same lock twice), ZKR_ENEVER (the read
  * half of a read/write lock before its write half: an upgrade, never
  * granted; write then read is a downgrade and allowed). */
 ZKR_EXTERN int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n);
 
 /* Acquire every part in order within timeout_ms in total (< 0 forever,
  * 0 one try each).  Returns ZKR_OK, ZKR_EINVAL, or the first failing part's
- * code (ZKR_ETIMEDOUT, ZKR_EDEADLK, ...) after releasing what was taken. */
+ * code (ZKR_ETIMEDOUT, ZKR_ENEVER, ...) after releasing what was taken. */
 ZKR_EXTERN int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms);
 
 /* Release every part in reverse order.  Returns ZKR_OK, ZKR_EINVAL, or the

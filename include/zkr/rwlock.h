@@ -16,7 +16,7 @@
  * write lock may take the read lock at once (downgrade): its read node is
  * named after the writer's sequence, so after it releases the write lock no
  * queued writer can overtake its read hold.  A thread holding only the read
- * lock that asks for the write lock (upgrade) is refused with ZKR_EDEADLK at
+ * lock that asks for the write lock (upgrade) is refused with ZKR_ENEVER at
  * once: that request could never be granted.
  *
  *   zkr_rwlock_t *l;
@@ -54,7 +54,7 @@ ZKR_EXTERN int zkr_rwlock_new(zkr_rwlock_t **out, zkr_client_t *c, const char *p
 ZKR_EXTERN int zkr_rwlock_read_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 
 /* Acquire the write lock.  Same codes as zkr_rwlock_read_acquire, plus
- * ZKR_EDEADLK if the calling thread holds the read lock but not the write
+ * ZKR_ENEVER if the calling thread holds the read lock but not the write
  * lock (an upgrade can never be granted). */
 ZKR_EXTERN int zkr_rwlock_write_acquire(zkr_rwlock_t *l, int64_t timeout_ms);
 

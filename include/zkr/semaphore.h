@@ -64,7 +64,7 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr
 /* Acquire n leases, all or nothing, with one deadline for the whole call.
  * leases must have room for n.  On failure every lease taken is returned
  * and leases[] is set to NULL.  Same return codes as zkr_semaphore_acquire,
- * plus ZKR_EINVAL for n < 1 or n > ZKR_LEASES_MAX, and ZKR_EDEADLK for n above a fixed max
+ * plus ZKR_EINVAL for n < 1 or n > ZKR_LEASES_MAX, and ZKR_ENEVER for n above a fixed max
  * leases (never granted; a shared count is read, and waited for, instead). */
 ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms,
                                        zkr_lease_t **leases);
