@@ -342,8 +342,6 @@ int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_opti
     zkr_client_t *c;
     if ((rc = client_alloc(&c, hosts, &opt)) != ZKR_OK)
         return rc;
-    if (opt.zk_log_level >= 0)
-        zoo_set_debug_level((ZooLogLevel)opt.zk_log_level);
 
     c->gen = c->gen_seq = 1;
     if ((rc = zkr__handle_new(c, c->gen, &c->cur)) != ZKR_OK) {

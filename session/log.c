@@ -135,3 +135,11 @@ void zkr__log_slot_give(int slot)
     pthread_mutex_unlock(&slot_mu[slot]);
     pthread_mutex_unlock(&slots_mu);
 }
+
+int zkr_set_zk_log_level(int level)
+{
+    if (level < 0 || level > ZKR_LOG_DEBUG)
+        return ZKR_EINVAL;
+    zoo_set_debug_level((ZooLogLevel)level);
+    return ZKR_OK;
+}

@@ -251,12 +251,64 @@ static void test_with_handle(void)
     zkt_proxy_stop(px);
 }
 
+/* The C client's level is process-wide and set only by
+ * zkr_set_zk_log_level; a client's zk_log_level only filters the lines
+ * about its own handles. */
+extern ZooLogLevel logLevel; /* the C client's (zookeeper_log.h) */
+
+static void test_zk_log_level(void)
+{
+    CU_ASSERT_EQUAL(zkr_set_zk_log_level(-1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_set_zk_log_level(5), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_set_zk_log_level(ZKR_LOG_DEBUG), ZKR_OK);
+    CU_ASSERT_EQUAL((int)logLevel, ZOO_LOG_LEVEL_DEBUG);
+
+    /* Two clients: one filters the C client's lines to errors, one takes
+     * them all.  Opening them leaves the process-wide level alone. */
+    rec_t quiet, loud;
+    memset(&quiet, 0, sizeof quiet);
+    memset(&loud, 0, sizeof loud);
+    pthread_mutex_init(&quiet.mu, NULL);
+    pthread_mutex_init(&loud.mu, NULL);
+    zkr_client_options_t o;
+    zkr_client_options_init(&o);
+    o.session_timeout_ms = SESSION_MS;
+    o.log_fn = rec_fn;
+    o.log_ctx = &quiet;
+    o.log_level = ZKR_LOG_DEBUG;
+    o.zk_log_level = ZKR_LOG_ERROR;
+    zkr_client_t *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&a, zkt_hosts(), &o), ZKR_OK);
+    CU_ASSERT_EQUAL((int)logLevel, ZOO_LOG_LEVEL_DEBUG);
+    o.log_ctx = &loud;
+    o.zk_log_level = -1; /* log_level: everything */
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&b, zkt_hosts(), &o), ZKR_OK);
+    zkr_client_close(a);
+    zkr_client_close(b);
+    printf("\n    C client lines: filtered to errors %d, all %d ", quiet.zk, loud.zk);
+    CU_ASSERT_EQUAL(quiet.zk, 0); /* a connect and a close say nothing at error level */
+    CU_ASSERT_TRUE(loud.zk > 0);  /* at debug level they say a lot */
+
+    /* Silenced process-wide: even the client that takes everything hears
+     * nothing from the C client. */
+    CU_ASSERT_EQUAL(zkr_set_zk_log_level(0), ZKR_OK);
+    CU_ASSERT_EQUAL((int)logLevel, 0);
+    memset(&loud, 0, sizeof loud);
+    pthread_mutex_init(&loud.mu, NULL);
+    CU_ASSERT_EQUAL_FATAL(zkr_client_open(&b, zkt_hosts(), &o), ZKR_OK);
+    zkr_client_close(b);
+    CU_ASSERT_EQUAL(loud.zk, 0);
+    CU_ASSERT_TRUE(loud.lib >= 0);
+    pthread_mutex_destroy(&quiet.mu);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("production", NULL, NULL);
     CU_add_test(s, "log callbacks: each client's own lines, nothing on stderr", test_log_callbacks);
     CU_add_test(s, "the ZooKeeper error behind ZKR_EZOOKEEPER, per thread", test_error_detail);
     CU_add_test(s, "one session for locks and data, across a lost session", test_with_handle);
+    CU_add_test(s, "the C client's level: process-wide, zkr_set_zk_log_level only", test_zk_log_level);
 }
 
 int main(void)

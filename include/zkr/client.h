@@ -142,10 +142,10 @@ typedef struct zkr_client_options {
     const char *auth_scheme;
     const char *auth_data;
     int auth_data_len;
-    /* The ZooKeeper C client's own level, which is process-wide: -1
-     * (default) leaves it as it is, 0 silences it, 1 error, 2 warn, 3 info,
-     * 4 debug; when set, it is also this client's threshold for the C
-     * client's lines (else log_level is). */
+    /* This client's threshold for the ZooKeeper C client's lines about
+     * its handles: -1 (default) the same as log_level, 0 none, 1 error, 2
+     * warn, 3 info, 4 debug.  Which lines the C client makes at all is
+     * process-wide: zkr_set_zk_log_level (this option never changes it). */
     int zk_log_level;
     /* The ACL of every node and parent the recipes create.  Default
      * ZKR_ACL_OPEN.  acl/acl_count: the entries for ZKR_ACL_CUSTOM (copied
@@ -161,6 +161,14 @@ typedef struct zkr_client_options {
     void *log_ctx;
     int log_level;
 } zkr_client_options_t;
+
+/* The ZooKeeper C client's own log level, which is process-wide (every
+ * client of the process, and ZooKeeper handles the program makes itself):
+ * 0 silences it, 1 error, 2 warn, 3 info (the C client's default), 4
+ * debug.  Its lines about a client's handles then go to that client's
+ * log_fn (or stderr), filtered by its zk_log_level.  Any thread, any time.
+ * Returns ZKR_OK, ZKR_EINVAL (level outside 0..4: nothing changes). */
+ZKR_EXTERN int zkr_set_zk_log_level(int level);
 
 /* Fill `opt` with the defaults above (and its size).  NULL is ignored. */
 ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);

@@ -309,6 +309,9 @@ int zkt_owner_watches(const char *path)
 int zkt_main(const char *name, void (*add)(void))
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* The ZooKeeper C client's own lines (process-wide; the raw handles of
+     * the tests print them to stderr): none, unless ZKR_ZK_LOG asks. */
+    zkr_set_zk_log_level(getenv("ZKR_ZK_LOG") ? atoi(getenv("ZKR_ZK_LOG")) : 0);
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
     add();
