@@ -117,6 +117,8 @@ int zkr__seat_proclaim(zkr__seat_t *s, const char *value);
 int zkr__seat_guarded_write(zkr__seat_t *s, zkr_op_t *ops, size_t n);
 /* The term's token: ZKR_OK, ZKR_ENOTLEADER. */
 int zkr__seat_token(zkr__seat_t *s, int64_t *token);
+/* The current term's node path, a copy (ZKR_ENOTLEADER if none). */
+int zkr__seat_node_path(zkr__seat_t *s, char **path);
 /* End the thread and tell what is left: ZKR_OK, ZKR_ESTATE, ZKR_EDEADLK. */
 int zkr__seat_close(zkr__seat_t *s, int on_own_thread);
 /* The thread's last act: give up the node, say it has ended. */

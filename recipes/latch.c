@@ -196,6 +196,13 @@ int zkr_latch_has_leadership(zkr_latch_t *l)
     return lead;
 }
 
+int zkr_latch_node_path(zkr_latch_t *l, char **path)
+{
+    if (path)
+        *path = NULL;
+    return l && path ? zkr__seat_node_path(&l->seat, path) : ZKR_EINVAL;
+}
+
 int zkr_latch_fencing_token(zkr_latch_t *l, int64_t *token)
 {
     return l && token ? zkr__seat_token(&l->seat, token) : ZKR_EINVAL;

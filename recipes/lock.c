@@ -16,24 +16,28 @@ typedef struct lock_ops {
     int (*release)(void *obj);
     int (*is_held)(void *obj);
     int (*token)(void *obj, int64_t *token);
+    int (*path)(void *obj, char **path);
 } lock_ops_t;
 
-#define OPS(name, kind_, acq, rel, held, tok, st)                                                            \
+#define OPS(name, kind_, acq, rel, held, tok, st, np)                                                        \
     static zkr_hold_state_t name##_st(void *o) { return st(o); }                                             \
     static int name##_acq(void *o, int64_t t) { return acq(o, t); }                                          \
     static int name##_rel(void *o) { return rel(o); }                                                        \
     static int name##_held(void *o) { return held(o); }                                                      \
     static int name##_tok(void *o, int64_t *t) { return tok(o, t); }                                         \
-    static const lock_ops_t name##_ops = {kind_, name##_st, name##_acq, name##_rel, name##_held, name##_tok};
+    static int name##_path(void *o, char **p) { return np(o, p); }                                           \
+    static const lock_ops_t name##_ops = {kind_,       name##_st,  name##_acq, name##_rel,                   \
+                                          name##_held, name##_tok, name##_path};
 
 OPS(mutex, "mutex", zkr_mutex_acquire, zkr_mutex_release, zkr_mutex_is_held, zkr_mutex_fencing_token,
-    zkr_mutex_hold_state)
+    zkr_mutex_hold_state, zkr_mutex_node_path)
 OPS(smutex, "semaphore-mutex", zkr_semaphore_mutex_acquire, zkr_semaphore_mutex_release,
-    zkr_semaphore_mutex_is_held, zkr_semaphore_mutex_fencing_token, zkr_semaphore_mutex_hold_state)
+    zkr_semaphore_mutex_is_held, zkr_semaphore_mutex_fencing_token, zkr_semaphore_mutex_hold_state,
+    zkr_semaphore_mutex_node_path)
 OPS(rd, "read", zkr_rwlock_read_acquire, zkr_rwlock_read_release, zkr_rwlock_read_is_held,
-    zkr_rwlock_read_fencing_token, zkr_rwlock_read_hold_state)
+    zkr_rwlock_read_fencing_token, zkr_rwlock_read_hold_state, zkr_rwlock_read_node_path)
 OPS(wr, "write", zkr_rwlock_write_acquire, zkr_rwlock_write_release, zkr_rwlock_write_is_held,
-    zkr_rwlock_write_fencing_token, zkr_rwlock_write_hold_state)
+    zkr_rwlock_write_fencing_token, zkr_rwlock_write_hold_state, zkr_rwlock_write_node_path)
 
 static const lock_ops_t *valid_ops(zkr_lock_ref_t r)
 {
@@ -92,6 +96,14 @@ int zkr_lock_fencing_token(zkr_lock_ref_t r, int64_t *token)
 {
     const lock_ops_t *ops = valid_ops(r);
     return (ops && token) ? ops->token(r.obj, token) : ZKR_EINVAL;
+}
+
+int zkr_lock_node_path(zkr_lock_ref_t r, char **path)
+{
+    if (path)
+        *path = NULL;
+    const lock_ops_t *ops = valid_ops(r);
+    return (ops && path) ? ops->path(r.obj, path) : ZKR_EINVAL;
 }
 
 zkr_hold_state_t zkr_lock_hold_state(zkr_lock_ref_t r)

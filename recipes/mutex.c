@@ -306,6 +306,11 @@ int zkr_mutex_participants(zkr_mutex_t *m, char ***paths, size_t *count)
     return m ? zkr__participants(m->c, m->path, &mutex_driver, paths, count) : ZKR_EINVAL;
 }
 
+void zkr_free(void *p)
+{
+    free(p);
+}
+
 void zkr_strings_free(char **strings, size_t count)
 {
     zkr__strvec_t sv = {strings, count};

@@ -265,6 +265,16 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
     return (l && token) ? zkr__holds_token(&l->writes, token) : ZKR_EINVAL;
 }
 
+int zkr_rwlock_read_node_path(zkr_rwlock_t *l, char **path)
+{
+    return (l && path) ? zkr__holds_path(&l->reads, path) : ZKR_EINVAL;
+}
+
+int zkr_rwlock_write_node_path(zkr_rwlock_t *l, char **path)
+{
+    return (l && path) ? zkr__holds_path(&l->writes, path) : ZKR_EINVAL;
+}
+
 int zkr__rwlock_guard(zkr_rwlock_t *l, int writer, zkr__guard_t *g)
 {
     return zkr__holds_guard(writer ? &l->writes : &l->reads, l->c, g);

@@ -214,6 +214,17 @@ int zkr__seat_token(zkr__seat_t *s, int64_t *token)
     return rc;
 }
 
+int zkr__seat_node_path(zkr__seat_t *s, char **path)
+{
+    *path = NULL;
+    pthread_mutex_lock(&s->mu);
+    int rc = zkr__seat_leading_locked(s) && s->node.path ? ZKR_OK : ZKR_ENOTLEADER;
+    if (rc == ZKR_OK && !(*path = strdup(s->node.path)))
+        rc = ZKR_ENOMEM;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
 int zkr__seat_close(zkr__seat_t *s, int on_own_thread)
 {
     pthread_mutex_lock(&s->mu);

@@ -193,6 +193,13 @@ int zkr_selector_has_leadership(zkr_selector_t *s)
     return lead;
 }
 
+int zkr_selector_node_path(zkr_selector_t *s, char **path)
+{
+    if (path)
+        *path = NULL;
+    return s && path ? zkr__seat_node_path(&s->seat, path) : ZKR_EINVAL;
+}
+
 int zkr_selector_fencing_token(zkr_selector_t *s, int64_t *token)
 {
     return s && token ? zkr__seat_token(&s->seat, token) : ZKR_EINVAL;

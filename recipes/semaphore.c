@@ -409,6 +409,20 @@ int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn 
     return m ? zkr_semaphore_set_hold_listener(m->sem, fn, ctx) : ZKR_EINVAL;
 }
 
+int zkr_semaphore_mutex_node_path(zkr_semaphore_mutex_t *m, char **path)
+{
+    if (path)
+        *path = NULL;
+    if (!m || !path)
+        return ZKR_EINVAL;
+    pthread_mutex_lock(&m->mu);
+    int rc = ZKR_ENOTOWNER;
+    if (m->lease && m->lease->node.path)
+        rc = (*path = strdup(m->lease->node.path)) ? ZKR_OK : ZKR_ENOMEM;
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
 zkr_hold_state_t zkr_semaphore_mutex_hold_state(zkr_semaphore_mutex_t *m)
 {
     if (!m)

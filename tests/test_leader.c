@@ -135,6 +135,8 @@ static void test_latch_alone(void)
     CU_ASSERT_STRING_EQUAL(zkr_latch_id(l), "worker-\xc3\xa9");
     int64_t token = 0;
     CU_ASSERT_EQUAL(zkr_latch_fencing_token(l, &token), ZKR_OK);
+    char *mine = NULL;
+    CU_ASSERT_EQUAL(zkr_latch_node_path(l, &mine), ZKR_OK);
 
     /* Wire: one protected latch node, data = the id, czxid = the token. */
     zkr_participant_t *p = NULL;
@@ -146,6 +148,11 @@ static void test_latch_alone(void)
     CU_ASSERT_EQUAL(p[0].token, token);
     CU_ASSERT_EQUAL(p[0].session, session_of(c));
     CU_ASSERT_TRUE(p[0].is_leader);
+    CU_ASSERT_STRING_EQUAL(mine ? mine : "", p[0].node_path); /* the term's node, a copy */
+    zkr_free(mine);
+    CU_ASSERT_EQUAL(zkr_latch_node_path(l, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_latch_node_path(NULL, &mine), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(mine);
     zkr_participants_free(p, n);
     zkr_participant_t *ld = NULL;
     CU_ASSERT_EQUAL(zkr_election_leader(c, path, ZKR_ELECTION_LATCH, &ld), ZKR_OK);
@@ -162,6 +169,8 @@ static void test_latch_alone(void)
     CU_ASSERT_EQUAL(t.is_leader[1], 0);
     CU_ASSERT_FALSE(zkr_latch_has_leadership(l));
     CU_ASSERT_EQUAL(zkr_latch_fencing_token(l, &token), ZKR_ENOTLEADER);
+    CU_ASSERT_EQUAL(zkr_latch_node_path(l, &mine), ZKR_ENOTLEADER);
+    CU_ASSERT_PTR_NULL(mine);
     CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_SILENT), ZKR_ESTATE); /* twice */
     CU_ASSERT_EQUAL(zkr_latch_await(l, 0), ZKR_ESTATE);
     CU_ASSERT_EQUAL(zkr_latch_start(l), ZKR_ESTATE);
@@ -684,6 +693,10 @@ static void take_leadership(zkr_selector_t *s, int64_t token, void *ctx)
     int64_t check = 0;
     if (zkr_selector_fencing_token(s, &check) != ZKR_OK || check != token || !zkr_selector_has_leadership(s))
         atomic_fetch_add(&st->token_order_bad, 1);
+    char *node = NULL; /* the term's node: its name ends with the term's sequence */
+    if (zkr_selector_node_path(s, &node) != ZKR_OK || !node || !strstr(node, "lock-"))
+        atomic_fetch_add(&st->token_order_bad, 1);
+    zkr_free(node);
     if (zkr_selector_wait_stop(s, st->hold_ms) == ZKR_OK)
         atomic_fetch_add(&st->stopped_by_wait, 1);
     atomic_fetch_add(&st->terms, 1);

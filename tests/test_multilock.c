@@ -45,18 +45,30 @@ static int free_for_others(zkr_lock_ref_t other)
 
 /* ---- the common interface on each kind -------------------------------------------- */
 
-static void check_kind(zkr_lock_ref_t r, zkr_lock_ref_t other, const char *kind)
+static void check_kind(zhandle_t *raw, zkr_lock_ref_t r, zkr_lock_ref_t other, const char *kind)
 {
     CU_ASSERT_STRING_EQUAL(zkr_lock_kind(r), kind);
     CU_ASSERT_EQUAL(zkr_lock_is_held(r), 0);
     int64_t tok = 0, tok2 = 0;
+    char *path = (char *)"unset";
     CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_ENOTOWNER);
+    CU_ASSERT_EQUAL(zkr_lock_node_path(r, &path), ZKR_ENOTOWNER);
+    CU_ASSERT_PTR_NULL(path);
     CU_ASSERT_EQUAL(zkr_lock_release(r), ZKR_ENOTOWNER);
     CU_ASSERT_EQUAL_FATAL(zkr_lock_acquire(r, 5000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_lock_is_held(r), 1);
     CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_OK);
     CU_ASSERT_TRUE(tok > 0);
     CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, NULL), ZKR_EINVAL);
+    /* Every kind's node path: the hold's own node (its czxid is the
+     * token), a copy the caller frees. */
+    CU_ASSERT_EQUAL(zkr_lock_node_path(r, &path), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+    struct Stat st;
+    CU_ASSERT_EQUAL(zoo_exists(raw, path, 0, &st), ZOK);
+    CU_ASSERT_EQUAL(st.czxid, tok);
+    zkr_free(path);
+    CU_ASSERT_EQUAL(zkr_lock_node_path(r, NULL), ZKR_EINVAL);
     /* Somebody else (another client) is excluded, except reader by reader. */
     if (strcmp(kind, "read") == 0) {
         CU_ASSERT_EQUAL(zkr_lock_acquire(other, 0), ZKR_OK);
@@ -92,10 +104,10 @@ static void test_lock_interface(void)
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l, c, pr), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&lo, o, pr), ZKR_OK);
 
-    check_kind(zkr_mutex_ref(m), zkr_mutex_ref(mo), "mutex");
-    check_kind(zkr_semaphore_mutex_ref(s), zkr_semaphore_mutex_ref(so), "semaphore-mutex");
-    check_kind(zkr_rwlock_read_ref(l), zkr_rwlock_read_ref(lo), "read");
-    check_kind(zkr_rwlock_write_ref(l), zkr_rwlock_write_ref(lo), "write");
+    check_kind(raw, zkr_mutex_ref(m), zkr_mutex_ref(mo), "mutex");
+    check_kind(raw, zkr_semaphore_mutex_ref(s), zkr_semaphore_mutex_ref(so), "semaphore-mutex");
+    check_kind(raw, zkr_rwlock_read_ref(l), zkr_rwlock_read_ref(lo), "read");
+    check_kind(raw, zkr_rwlock_write_ref(l), zkr_rwlock_write_ref(lo), "write");
     /* A reader excludes a writer through the interface too. */
     CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_read_ref(l), 5000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_lock_acquire(zkr_rwlock_write_ref(lo), 200), ZKR_ETIMEDOUT);
@@ -145,6 +157,10 @@ static void check_bad_ref(zkr_lock_ref_t r)
     CU_ASSERT_EQUAL(zkr_lock_is_held(r), 0);
     CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, &tok), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_lock_fencing_token(r, NULL), ZKR_EINVAL);
+    char *path = (char *)"unset";
+    CU_ASSERT_EQUAL(zkr_lock_node_path(r, &path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(path);
+    CU_ASSERT_EQUAL(zkr_lock_node_path(r, NULL), ZKR_EINVAL);
     CU_ASSERT_STRING_EQUAL(zkr_lock_kind(r), "invalid");
 }
 
@@ -1136,7 +1152,7 @@ static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("lock interface", NULL, NULL);
     CU_add_test(s, "bad references and bad arguments", test_bad_arguments);
-    CU_add_test(s, "zkr_lock_* on every kind", test_lock_interface);
+    CU_add_test(s, "zkr_lock_* on every kind, node paths included", test_lock_interface);
     CU_pSuite m = CU_add_suite("multilock", NULL, NULL);
     CU_add_test(m, "all or nothing over mixed kinds", test_all_or_nothing);
     CU_add_test(m, "a part's own error code, rollback", test_part_error_code);

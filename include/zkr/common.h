@@ -56,8 +56,15 @@ typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void 
  * through its first argument (zkr_mutex_new(&m, c, path)), other outputs
  * come last; counts are size_t; every timeout is int64_t milliseconds (< 0
  * forever, 0 one try); what the library hands out is freed by the matching
- * *_free / zkr_lease_return / zkr_strings_free, and free(3) is used only
- * where a declaration says so (zkr_mutex_node_path). */
+ * *_free / zkr_lease_return / zkr_strings_free.  Strings: a `const char *`
+ * the library returns is lent (valid as long as its declaration says;
+ * never free it); a string handed out through a `char **` out-parameter
+ * (the *_node_path getters, zkr_op_t.created) is the caller's, freed with
+ * zkr_free (free(3) does the same). */
+
+/* Free a string (or other memory) the library handed out through an
+ * out-parameter.  NULL is a no-op. */
+ZKR_EXTERN void zkr_free(void *p);
 
 /* Free a string array the library returned (participants lists): every
  * string, then the array.  NULL is a no-op. */

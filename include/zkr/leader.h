@@ -160,6 +160,11 @@ ZKR_EXTERN int zkr_latch_has_leadership(zkr_latch_t *l);
  * argument), ZKR_ENOTLEADER (not leader now). */
 ZKR_EXTERN int zkr_latch_fencing_token(zkr_latch_t *l, int64_t *token);
 
+/* The full path of the current term's node: *path is the caller's
+ * (zkr_free).  Returns ZKR_OK, ZKR_EINVAL (NULL argument), ZKR_ENOTLEADER
+ * (not leader now; *path NULL), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_latch_node_path(zkr_latch_t *l, char **path);
+
 /* The latch's id as given (never NULL; "" for NULL l). */
 ZKR_EXTERN const char *zkr_latch_id(zkr_latch_t *l);
 
@@ -267,6 +272,10 @@ ZKR_EXTERN int zkr_selector_has_leadership(zkr_selector_t *s);
 
 /* The running term's token.  ZKR_OK, ZKR_EINVAL, ZKR_ENOTLEADER. */
 ZKR_EXTERN int zkr_selector_fencing_token(zkr_selector_t *s, int64_t *token);
+
+/* The running term's node path (as zkr_latch_node_path).  ZKR_OK,
+ * ZKR_EINVAL, ZKR_ENOTLEADER, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_selector_node_path(zkr_selector_t *s, char **path);
 
 /* As zkr_latch_proclaim and zkr_latch_guarded_write, for the running term
  * (ZKR_ENOTLEADER when no callback runs). */

@@ -40,6 +40,9 @@ ZKR_EXTERN int zkr_lock_release(zkr_lock_ref_t ref);
 ZKR_EXTERN int zkr_lock_is_held(zkr_lock_ref_t ref);
 /* Fencing token of the current hold: ZKR_OK, ZKR_EINVAL, ZKR_ENOTOWNER. */
 ZKR_EXTERN int zkr_lock_fencing_token(zkr_lock_ref_t ref, int64_t *token);
+/* The kind's node-path getter: *path is the caller's (zkr_free).  ZKR_OK,
+ * ZKR_EINVAL (a bad reference, path NULL), ZKR_ENOTOWNER, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_lock_node_path(zkr_lock_ref_t ref, char **path);
 /* The hold's state (see zkr_hold_state_t); ZKR_HOLD_NONE if not held or
  * for a bad reference. */
 ZKR_EXTERN zkr_hold_state_t zkr_lock_hold_state(zkr_lock_ref_t ref);

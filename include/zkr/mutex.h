@@ -91,8 +91,9 @@ ZKR_EXTERN int zkr_mutex_is_held_by_process(zkr_mutex_t *m);
  * Returns ZKR_OK, ZKR_EINVAL (NULL argument), ZKR_ENOTOWNER (not held). */
 ZKR_EXTERN int zkr_mutex_fencing_token(zkr_mutex_t *m, int64_t *token);
 
-/* The full path of the calling thread's lock node (malloc'd, free() it).
- * Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOTOWNER, ZKR_ENOMEM. */
+/* The full path of the calling thread's lock node: *path is the caller's
+ * (zkr_free).  Returns ZKR_OK, ZKR_EINVAL (NULL argument), ZKR_ENOTOWNER
+ * (the calling thread holds nothing; *path NULL), ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_mutex_node_path(zkr_mutex_t *m, char **path);
 
 /* Everyone queued on the lock, in lock order, as full paths (holder first).

@@ -82,6 +82,13 @@ ZKR_EXTERN zkr_hold_state_t zkr_rwlock_write_hold_state(zkr_rwlock_t *l);
 ZKR_EXTERN int zkr_rwlock_read_fencing_token(zkr_rwlock_t *l, int64_t *token);
 ZKR_EXTERN int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token);
 
+/* The full path of the calling thread's read (write) node: *path is the
+ * caller's (zkr_free).  Returns ZKR_OK, ZKR_EINVAL (NULL argument),
+ * ZKR_ENOTOWNER (that half not held by the calling thread; *path NULL),
+ * ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_rwlock_read_node_path(zkr_rwlock_t *l, char **path);
+ZKR_EXTERN int zkr_rwlock_write_node_path(zkr_rwlock_t *l, char **path);
+
 /* Every reader and writer node, in lock order, as full paths.  Free with
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
  * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */

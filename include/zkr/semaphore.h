@@ -141,6 +141,11 @@ ZKR_EXTERN int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m);
  * ZKR_ENOTOWNER. */
 ZKR_EXTERN int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64_t *token);
 
+/* The full path of the current hold's lease node: *path is the caller's
+ * (zkr_free).  Returns ZKR_OK, ZKR_EINVAL (NULL argument), ZKR_ENOTOWNER
+ * (not held; *path NULL), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_mutex_node_path(zkr_semaphore_mutex_t *m, char **path);
+
 /* Hold notifications (see zkr_mutex_set_hold_listener).  Returns ZKR_OK,
  * ZKR_EINVAL. */
 ZKR_EXTERN int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx);
