@@ -45,8 +45,11 @@ int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char
 
 int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx)
 {
+    /* Any time until closed: the next change is told to it (what was told
+     * before is not told again; zkr_*_has_leadership says where it
+     * stands).  The client thread reads fn under s->mu. */
     pthread_mutex_lock(&s->mu);
-    int rc = s->started ? ZKR_ESTATE : ZKR_OK;
+    int rc = s->closed ? ZKR_ESTATE : ZKR_OK;
     if (rc == ZKR_OK) {
         s->tell.fn = fn;
         s->tell.ctx = ctx;

@@ -1347,6 +1347,30 @@ static void test_bad_input(void)
     zkr_client_close(c);
 }
 
+/* A listener set after the start, while the latch leads: told the changes
+ * after the call only (not the leadership it already had), like every
+ * listener of the library. */
+static void test_listener_after_start(void)
+{
+    char path[128];
+    zkt_path("latch-late-listener", path, sizeof path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_latch_t *l;
+    told_t t;
+    told_init(&t);
+    CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&l, c, path, "late"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_start(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_await(l, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_latch_set_listener(l, on_leader, &t), ZKR_OK);
+    zkt_sleep_ms(200); /* time for a wrong replay of "leader" to show */
+    CU_ASSERT_EQUAL(told_count(&t), 0);
+    CU_ASSERT_EQUAL(zkr_latch_close(l, ZKR_LATCH_CLOSE_NOTIFY_LEADER), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(told_count(&t), 1);
+    CU_ASSERT_EQUAL(t.is_leader[0], 0);
+    zkr_latch_free(l);
+    zkr_client_close(c);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("leader", NULL, NULL);
@@ -1371,6 +1395,7 @@ static void add_suites(void)
     CU_add_test(s, "observer sees each change; proclaim by leader only", test_observe_and_proclaim);
     CU_add_test(s, "guarded writes: applied while held, refused and nothing written when gone",
                 test_guarded_writes);
+    CU_add_test(s, "a listener set after the start: told what comes after it", test_listener_after_start);
     CU_add_test(s, "close from the latch's listener: it leaves; from the selector's callback: ZKR_EDEADLK",
                 test_close_from_inside);
     CU_add_test(s, "the client closes under a leading latch, a running term and an observer",

@@ -135,10 +135,14 @@ typedef struct zkr_latch zkr_latch_t;
  * closing), ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *path, const char *id);
 
-/* Before zkr_latch_start: the policy (default STANDARD) and the
- * listener (default none; NULL fn removes it).  Return ZKR_OK, ZKR_EINVAL
- * (l NULL, unknown policy), ZKR_ESTATE (already started). */
+/* Before zkr_latch_start: the policy (default STANDARD).  Returns ZKR_OK,
+ * ZKR_EINVAL (l NULL, unknown policy), ZKR_ESTATE (already started). */
 ZKR_EXTERN int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy);
+/* The listener (default none; NULL fn removes it), as every listener of
+ * the library: settable any time, told the changes that come after the
+ * call (nothing is told again: zkr_latch_has_leadership says where the
+ * latch stands).  Returns ZKR_OK, ZKR_EINVAL (l NULL), ZKR_ESTATE
+ * (closed). */
 ZKR_EXTERN int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx);
 
 /* Join the election (once): returns at once; the client's callback thread creates
@@ -239,9 +243,10 @@ ZKR_EXTERN int zkr_selector_new(zkr_selector_t **out, zkr_client_t *c, const cha
  * ZKR_OK, ZKR_EINVAL. */
 ZKR_EXTERN int zkr_selector_set_auto_requeue(zkr_selector_t *s, int on);
 
-/* Before start: a listener told "leader" (with the token) before the
- * callback runs and "not leader" once it has returned, on the client
- * thread.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE. */
+/* A listener told "leader" (with the token) before the callback runs and
+ * "not leader" once it has returned, on the client's callback thread; set
+ * any time, told the changes after the call (as zkr_latch_set_listener).
+ * Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (closed). */
 ZKR_EXTERN int zkr_selector_set_listener(zkr_selector_t *s, zkr_leader_fn fn, void *ctx);
 
 /* Queue for leadership (once; the selector's thread starts).  Returns
