@@ -39,7 +39,7 @@ static void deliver(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async
         if (rc != ZKR_OK) {
             free(hd);
             if (l)
-                zkr_lease_return(l);
+                zkr_lease_release(l);
             else
                 zkr__node_delete_nowait(c, node);
         } else if (hd) {
@@ -112,7 +112,7 @@ int zkr_hold_release_async(zkr_hold_t *hd, zkr_release_fn fn, void *ctx)
     if (!hd || !fn)
         return ZKR_EINVAL;
     if (hd->lease) {
-        int rc = zkr_lease_return_async(hd->lease, fn, ctx);
+        int rc = zkr_lease_release_async(hd->lease, fn, ctx);
         if (rc != ZKR_ENOMEM)
             free(hd);
         return rc;
@@ -136,7 +136,7 @@ int zkr_hold_release(zkr_hold_t *hd)
         return ZKR_EINVAL;
     int rc;
     if (hd->lease) {
-        rc = zkr_lease_return(hd->lease);
+        rc = zkr_lease_release(hd->lease);
     } else {
         rc = zkr__node_delete(hd->c, &hd->node);
         if (rc == ZKR_ECLOSED)

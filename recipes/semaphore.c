@@ -176,7 +176,7 @@ int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms, zk
     if (rc != ZKR_OK) {
         /* The leases taken go back together, within the time limit. */
         zkr__deletes_defer_begin();
-        zkr_lease_return_all(leases, n);
+        zkr_lease_release_all(leases, n);
         zkr__deletes_defer_end_within(deadline);
         for (size_t i = 0; i < n; i++)
             leases[i] = NULL;
@@ -192,17 +192,17 @@ int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_t **
     return zkr_semaphore_acquire_n(s, 1, timeout_ms, lease);
 }
 
-int zkr_lease_return(zkr_lease_t *l)
+int zkr_lease_release(zkr_lease_t *l)
 {
     if (!l)
-        return ZKR_OK;
+        return ZKR_EINVAL;
     int rc = zkr__node_delete(l->c, &l->node);
     zkr__client_release(l->c);
     free(l);
     return rc == ZKR_ECLOSED ? ZKR_OK : rc;
 }
 
-int zkr_lease_return_async(zkr_lease_t *l, zkr_release_fn fn, void *ctx)
+int zkr_lease_release_async(zkr_lease_t *l, zkr_release_fn fn, void *ctx)
 {
     if (!l || !fn)
         return ZKR_EINVAL;
@@ -210,20 +210,22 @@ int zkr_lease_return_async(zkr_lease_t *l, zkr_release_fn fn, void *ctx)
     if (rc == ZKR_ENOMEM)
         return rc;
     if (rc != ZKR_OK) {
-        zkr_lease_return(l); /* closing: the node goes with the session */
+        zkr_lease_release(l); /* closing: the node goes with the session */
         return rc;
     }
     free(l); /* its client reference goes with the completion */
     return ZKR_OK;
 }
 
-int zkr_lease_return_all(zkr_lease_t **leases, size_t n)
+int zkr_lease_release_all(zkr_lease_t **leases, size_t n)
 {
     if (!leases || n > ZKR_LEASES_MAX)
         return ZKR_EINVAL; /* also a negative count from an int */
     int first = ZKR_OK;
     for (size_t i = 0; i < n; i++) {
-        int rc = zkr_lease_return(leases[i]);
+        if (!leases[i])
+            continue;
+        int rc = zkr_lease_release(leases[i]);
         leases[i] = NULL;
         if (rc != ZKR_OK && first == ZKR_OK)
             first = rc;
@@ -359,7 +361,7 @@ int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t timeout_ms)
     m->lease = l;
     pthread_mutex_unlock(&m->mu);
     if (stale)
-        zkr_lease_return(stale);
+        zkr_lease_release(stale);
     return ZKR_OK;
 }
 
@@ -373,7 +375,7 @@ int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m)
     pthread_mutex_unlock(&m->mu);
     if (!l)
         return ZKR_ENOTOWNER;
-    return zkr_lease_return(l);
+    return zkr_lease_release(l);
 }
 
 int zkr_semaphore_mutex_is_held(zkr_semaphore_mutex_t *m)
@@ -437,7 +439,8 @@ void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m)
 {
     if (!m)
         return;
-    zkr_lease_return(m->lease);
+    if (m->lease)
+        zkr_lease_release(m->lease);
     pthread_mutex_destroy(&m->mu);
     zkr_semaphore_free(m->sem);
     free(m);
@@ -474,4 +477,21 @@ zkr_lease_t *zkr__lease_wrap(zkr_client_t *c, zkr__node_t *node)
     l->node = *node;
     memset(node, 0, sizeof *node);
     return l;
+}
+
+/* ---- the names of 0.2.0, for one release (docs/versioning.md) ---------------- */
+
+int zkr_lease_return(zkr_lease_t *l)
+{
+    return l ? zkr_lease_release(l) : ZKR_OK; /* 0.2.0: NULL was a no-op */
+}
+
+int zkr_lease_return_all(zkr_lease_t **leases, size_t n)
+{
+    return zkr_lease_release_all(leases, n);
+}
+
+int zkr_lease_return_async(zkr_lease_t *l, zkr_release_fn fn, void *ctx)
+{
+    return zkr_lease_release_async(l, fn, ctx);
 }

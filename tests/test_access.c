@@ -384,7 +384,7 @@ static void test_never_satisfiable(void)
     if (rc != ZKR_OK)
         printf("\n    acquire_n 2: %s ", zkr_err_name(rc));
     CU_ASSERT_EQUAL(rc, ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(leases, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release_all(leases, 2), ZKR_OK);
 
     zkr_mutex_t *m;
     zkr_rwlock_t *rw;

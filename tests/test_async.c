@@ -159,7 +159,7 @@ static obj_t blocker_take(zkr_client_t *c, int kind, const char *path, zkr_lease
 
 static void blocker_drop(obj_t *b, zkr_lease_t *lease)
 {
-    int rc = b->kind == K_LEASE ? zkr_lease_return(lease) : zkr_lock_release(obj_ref(b));
+    int rc = b->kind == K_LEASE ? zkr_lease_release(lease) : zkr_lock_release(obj_ref(b));
     CU_ASSERT_EQUAL(rc, ZKR_OK);
     obj_free(b);
 }
@@ -170,7 +170,7 @@ static int release_rec(rec_t *r)
     if (r->hold)
         rc = zkr_hold_release(r->hold);
     if (r->lease)
-        rc = zkr_lease_return(r->lease);
+        rc = zkr_lease_release(r->lease);
     r->hold = NULL;
     r->lease = NULL;
     return rc;
@@ -505,7 +505,7 @@ static void test_session_lost(void)
     CU_ASSERT_EQUAL(zkr_semaphore_acquire_async(s, WAIT_MS, on_lease, &q, NULL), ZKR_OK);
     CU_ASSERT(zkt_wait_children(zh, path, 2, WAIT_MS));
     CU_ASSERT_EQUAL(zkr_mutex_release(hm), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return(hl), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(hl), ZKR_OK);
     CU_ASSERT(pump_until(c, &n, WAIT_MS));
     CU_ASSERT(pump_until(c, &q, WAIT_MS));
     if (n.rc != ZKR_OK || q.rc != ZKR_OK)
@@ -575,7 +575,7 @@ static void test_close_pending(void)
         CU_ASSERT_EQUAL(r[i].rc, ZKR_ECLOSED);
     }
     CU_ASSERT(zkt_wait_children(zh, path, 1, WAIT_MS));
-    CU_ASSERT_EQUAL(zkr_lease_return(held.lease), ZKR_OK); /* after close: fine */
+    CU_ASSERT_EQUAL(zkr_lease_release(held.lease), ZKR_OK); /* after close: fine */
     zkr_mutex_free(m);
     zkr_semaphore_free(s);
     zkr_mutex_free(hm);
@@ -722,7 +722,7 @@ static int pump_release(zkr_client_t *c, const rel_t *r, int ms)
     return pump_calls(c, &r->calls, ms);
 }
 
-/* zkr_hold_release_async / zkr_lease_return_async: the delete goes out at
+/* zkr_hold_release_async / zkr_lease_release_async: the delete goes out at
  * once, the answer comes as a completion on the dispatching thread, never
  * inside the call; the next contender gets the lock; a hold lost with its
  * session says ZKR_ELOST; a closing client releases at once. */
@@ -739,7 +739,7 @@ static void test_release_async(void)
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&om, other, path), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, spath, 1), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_hold_release_async(NULL, on_release, NULL), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_lease_return_async(NULL, on_release, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_release_async(NULL, on_release, NULL), ZKR_EINVAL);
 
     /* a hold: released without waiting, the waiter behind it gets it */
     rec_t r = {0};
@@ -761,7 +761,7 @@ static void test_release_async(void)
     zkr_lease_t *l = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(s, WAIT_MS, &l), ZKR_OK);
     rel_t lr = {0};
-    CU_ASSERT_EQUAL(zkr_lease_return_async(l, on_release, &lr), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release_async(l, on_release, &lr), ZKR_OK);
     CU_ASSERT(pump_release(c, &lr, WAIT_MS));
     CU_ASSERT_EQUAL(lr.rc, ZKR_OK);
     char leases[200];

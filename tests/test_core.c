@@ -99,7 +99,7 @@ static void *racer_main(void *arg)
         r->release_rc = zkr_rwlock_write_release(rw);
         zkr_rwlock_free(rw);
     } else if (r->kind == 2) {
-        r->release_rc = zkr_lease_return(lease);
+        r->release_rc = zkr_lease_release(lease);
         zkr_semaphore_free(s);
     } else {
         r->release_rc = zkr_semaphore_mutex_release(sm);
@@ -812,7 +812,7 @@ static void test_grant_while_down(void)
         } else if (rw) {
             CU_ASSERT_EQUAL(k == 1 ? zkr_rwlock_read_release(rw) : zkr_rwlock_write_release(rw), ZKR_OK);
         } else if (s) {
-            CU_ASSERT_EQUAL(zkr_lease_return(lease), ZKR_OK);
+            CU_ASSERT_EQUAL(zkr_lease_release(lease), ZKR_OK);
         } else if (sm) {
             CU_ASSERT_EQUAL(zkr_semaphore_mutex_release(sm), ZKR_OK);
         }

@@ -415,10 +415,10 @@ static void test_forced_expiry_all_kinds(void)
 
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_ELOST);
     CU_ASSERT_EQUAL(zkr_rwlock_write_release(rw), ZKR_ELOST);
-    CU_ASSERT_EQUAL(zkr_lease_return(lease), ZKR_ELOST);
+    CU_ASSERT_EQUAL(zkr_lease_release(lease), ZKR_ELOST);
     CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_rwlock_write_release(rwb), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return(lb), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(lb), ZKR_OK);
     /* The client rebuilt its session: acquiring works again. */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(a, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 10000), ZKR_OK);
@@ -622,7 +622,7 @@ static int w_release(wlock_t *l)
 {
     if (!l->sem)
         return zkr_lock_release(l->ref);
-    int rc = zkr_lease_return(l->lease);
+    int rc = zkr_lease_release(l->lease);
     l->lease = NULL;
     return rc;
 }

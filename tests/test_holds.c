@@ -76,7 +76,7 @@ static int lk_acquire(lk_t *l, int64_t timeout_ms)
 static int lk_release(lk_t *l)
 {
     if (l->s) {
-        int rc = zkr_lease_return(l->lease);
+        int rc = zkr_lease_release(l->lease);
         l->lease = NULL;
         return rc;
     }
@@ -110,7 +110,7 @@ static int64_t lk_token(lk_t *l)
 static void lk_free(lk_t *l)
 {
     if (l->lease)
-        zkr_lease_return(l->lease);
+        zkr_lease_release(l->lease);
     zkr_mutex_free(l->m);
     zkr_rwlock_free(l->rw);
     zkr_semaphore_mutex_free(l->sm);

@@ -389,7 +389,7 @@ static void *cstress_main(void *p)
         zkt_sleep_ms(15);
         zoo_delete(zh, me, -1);
         if (sem)
-            zkr_lease_return(l);
+            zkr_lease_release(l);
         else
             zkr_semaphore_mutex_release(sm);
         s->done++;
@@ -485,7 +485,7 @@ static void test_lease_names(void)
         CU_ASSERT_TRUE(jpeer_curator_name(strrchr(parts[i], '/') + 1, "lease-"));
     zkr_strings_free(parts, n);
     CU_ASSERT_TRUE(jis("OK", "release s1"));
-    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     zkr_semaphore_free(s);
     zkr_client_close(c);
 }

@@ -1051,7 +1051,7 @@ static void test_guarded_writes(void)
     zkr_op_t del[1] = {ZKR_OP_DELETE_INIT(data, -1)};
     CU_ASSERT_EQUAL(zkr_lease_guarded_write(lease, del, 1), ZKR_OK);
     CU_ASSERT_FALSE(node_exists(raw, data));
-    CU_ASSERT_EQUAL(zkr_lease_return(lease), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(lease), ZKR_OK);
     zkr_semaphore_free(s);
     char lpath[160];
     snprintf(lpath, sizeof lpath, "%s-latch", path);

@@ -235,7 +235,7 @@ static int sem_child(void *arg)
                 break; /* a completion may still come: r must stay */
         }
         for (int i = 0; i < n; i++)
-            zkr_lease_return(r.leases[i]);
+            zkr_lease_release(r.leases[i]);
         pthread_mutex_destroy(&r.mu);
     }
     printf("\n    %d rounds of %d acquires behind %d contenders, the semaphore freed meanwhile ", rounds, SEM_K,

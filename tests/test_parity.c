@@ -140,7 +140,7 @@ static int blk_acquire(const obj_t *o, int64_t timeout_ms, held_t *h)
 static int blk_release(const obj_t *o, held_t *h)
 {
     if (o->kind == K_LEASE) {
-        int rc = zkr_lease_return(h->lease);
+        int rc = zkr_lease_release(h->lease);
         h->lease = NULL;
         return rc;
     }
@@ -205,7 +205,7 @@ static int async_acquire(const obj_t *o, int64_t timeout_ms, held_t *h)
 
 static int async_release(const obj_t *o, held_t *h)
 {
-    int rc = o->kind == K_LEASE ? zkr_lease_return(h->lease) : zkr_hold_release(h->hold);
+    int rc = o->kind == K_LEASE ? zkr_lease_release(h->lease) : zkr_hold_release(h->hold);
     h->hold = NULL;
     h->lease = NULL;
     return rc;
@@ -362,7 +362,7 @@ static void blocker_take(blocker_t *b, zkr_client_t *c, int kind, const char *pa
 
 static void blocker_drop(blocker_t *b)
 {
-    int rc = b->o.kind == K_LEASE ? zkr_lease_return(b->lease) : zkr_lock_release(obj_ref(&b->o));
+    int rc = b->o.kind == K_LEASE ? zkr_lease_release(b->lease) : zkr_lock_release(obj_ref(&b->o));
     CU_ASSERT_EQUAL(rc, ZKR_OK);
     obj_free(&b->o);
 }

@@ -307,7 +307,7 @@ static int lk_release(lk_t *l)
     case K_SMUTEX:
         return zkr_semaphore_mutex_release(l->sm);
     case K_LEASE: {
-        int rc = zkr_lease_return(l->lease);
+        int rc = zkr_lease_release(l->lease);
         l->lease = NULL;
         return rc;
     }
@@ -327,7 +327,7 @@ static void lk_free(lk_t *l)
     if (l->kind == K_ASYNC && l->hold)
         zkr_hold_release(l->hold);
     if (l->lease)
-        zkr_lease_return(l->lease);
+        zkr_lease_release(l->lease);
     zkr_multilock_free(l->ml);
     zkr_mutex_free(l->m);
     zkr_mutex_free(l->m2);

@@ -109,4 +109,19 @@ else
     check "a snippet that calls a function that does not exist is refused" 0
 fi
 
+# ---- the names of 0.2.0: a warning (an error under -Werror) names the replacement --
+for pair in "zkr_lease_return(l):zkr_lease_release" "zkr_lease_return_all(&l, 1):zkr_lease_release_all" \
+            "zkr_lease_return_async(l, NULL, NULL):zkr_lease_release_async"; do
+    call=${pair%%:*} repl=${pair##*:}
+    printf 'static void f(zkr_lease_t *l)\n{\n    %s;\n}\n' "$call" >"$work/old.c"
+    if compile "$work/old.c"; then
+        check "${call%%(*} of 0.2.0 is flagged" 1
+    elif grep -q "use $repl " "$work/old.err"; then
+        check "${call%%(*} of 0.2.0: the compiler names $repl" 0
+    else
+        sed 's/^/    /' "$work/old.err" | head -10
+        check "${call%%(*} of 0.2.0: the compiler names $repl" 1
+    fi
+done
+
 summary readme

@@ -134,7 +134,7 @@ static void *sem_worker_main(void *arg)
         nanosleep(&hold, NULL);
         atomic_fetch_sub(&st->inside, 1);
         atomic_fetch_add(&st->cycles, 1);
-        rc = zkr_lease_return(l);
+        rc = zkr_lease_release(l);
         if (rc != ZKR_OK)
             stress_error(st, rc);
     }
@@ -262,7 +262,7 @@ static void test_acquire_n(void)
     CU_ASSERT_PTR_NULL(one);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 4);
 
-    CU_ASSERT_EQUAL(zkr_lease_return_all(two, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release_all(two, 2), ZKR_OK);
     CU_ASSERT_PTR_NULL(two[0]);
     CU_ASSERT_PTR_NULL(two[1]);
     CU_ASSERT(children_are(zh, d.leases, their_paths, 2));
@@ -270,8 +270,8 @@ static void test_acquire_n(void)
     /* Leases outlive the semaphore object that made them. */
     zkr_semaphore_free(a);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
-    CU_ASSERT_EQUAL(zkr_lease_return(theirs[0]), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return(theirs[1]), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(theirs[0]), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(theirs[1]), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
 
     zkr_semaphore_free(b);
@@ -365,8 +365,8 @@ static void test_shared_count(void)
     CU_ASSERT_EQUAL(zkr_lease_hold_state(held), ZKR_HOLD_SAFE);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
-    CU_ASSERT_EQUAL(zkr_lease_return(w.lease), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return(held), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(w.lease), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(held), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
     zkr_semaphore_free(a);
     zkr_semaphore_free(b);
@@ -465,7 +465,7 @@ static void test_killed_holder(void)
     CU_ASSERT_PTR_NOT_NULL(l);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 1);
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
-    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     zkr_semaphore_free(s);
     zkr_client_close(c);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
@@ -498,7 +498,7 @@ static void *to_worker_main(void *arg)
         }
         if (l) {
             w->leaked++;
-            zkr_lease_return(l);
+            zkr_lease_release(l);
         }
     }
     return NULL;
@@ -538,12 +538,12 @@ static void test_no_orphans(void)
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
 
     /* And the semaphore still works for the ones that timed out. */
-    CU_ASSERT_EQUAL(zkr_lease_return(la), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(la), ZKR_OK);
     zkr_lease_t *l = NULL;
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(w[0].s, 0, &l), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
-    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return(lb), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(lb), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
 
     for (int i = 0; i < TO_THREADS; i++) {
@@ -623,7 +623,7 @@ static void test_speculative_lease_withdrawn(void)
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.locks), 2);
     /* locks/ comes free and the lease goes back: the waiter gets in, with
      * a new lease made under locks/. */
-    CU_ASSERT_EQUAL(zkr_lease_return(lh), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(lh), ZKR_OK);
     CU_ASSERT_EQUAL(zoo_delete(zh, made, -1), ZOK);
     pthread_join(w.tid, NULL);
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
@@ -634,18 +634,18 @@ static void test_speculative_lease_withdrawn(void)
         const char *held[1] = {lp};
         CU_ASSERT(children_are(zh, d.leases, held, 1));
         CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
-        CU_ASSERT_EQUAL(zkr_lease_return(w.lease), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_lease_release(w.lease), ZKR_OK);
     }
     /* Uncontended now: the next acquire makes its lease ahead again and
      * keeps it (one lease number used, none withdrawn). */
     zkr_lease_t *l = NULL;
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(w.s, 5000, &l), ZKR_OK); /* locks/ free: speculate next time */
-    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(w.s, 5000, &l), ZKR_OK);
     if (l) {
         const char *lp = zkr_lease_path(l);
         CU_ASSERT_TRUE(strlen(lp) > 10 && strcmp(lp + strlen(lp) - 10, "0000000004") == 0);
-        CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     }
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
@@ -671,7 +671,7 @@ static void *nh_main(void *arg)
     nh_waiter_t *w = arg;
     zkr_lease_t *l = NULL;
     w->rc = zkr_semaphore_acquire(w->s, LONG_WAIT_MS, &l);
-    w->rc_return = zkr_lease_return(l);
+    w->rc_return = zkr_lease_release(l);
     return NULL;
 }
 
@@ -725,7 +725,7 @@ static void test_no_herd(void)
     CU_ASSERT(zkt_wait_for(one_children_watch, NULL, POLL_MS));
     CU_ASSERT_EQUAL(zkt_children_watches(), 1);
 
-    CU_ASSERT_EQUAL(zkr_lease_return(held), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(held), ZKR_OK);
     for (int i = 0; i < NH_WAITERS; i++) {
         pthread_join(w[i].tid, NULL);
         CU_ASSERT_EQUAL(w[i].rc, ZKR_OK);
@@ -903,8 +903,8 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_semaphore_acquire_n(NULL, 1, 0, ls), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_set_hold_listener(NULL, NULL, NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_participants(NULL, &parts, &n), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_lease_return(NULL), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(NULL, 1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_release(NULL), ZKR_EINVAL); /* as every release */
+    CU_ASSERT_EQUAL(zkr_lease_release_all(NULL, 1), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_lease_hold_state(NULL), ZKR_HOLD_NONE);
     CU_ASSERT_PTR_NULL(zkr_lease_path(NULL));
     CU_ASSERT_EQUAL(zkr_lease_fencing_token(NULL, &tok), ZKR_EINVAL);
@@ -927,13 +927,13 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_semaphore_participants(s, NULL, &n), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_semaphore_participants(s, &parts, NULL), ZKR_EINVAL);
     ls[0] = ls[1] = NULL;
-    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, -1), ZKR_EINVAL);
-    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, 2), ZKR_OK); /* NULL entries skipped */
+    CU_ASSERT_EQUAL(zkr_lease_release_all(ls, -1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_lease_release_all(ls, 2), ZKR_OK); /* NULL entries skipped */
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(s, 5000, &l), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_lease_fencing_token(l, NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_lease_fencing_token(l, &tok), ZKR_OK);
     CU_ASSERT(tok > 0);
-    CU_ASSERT_EQUAL(zkr_lease_return(l), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     zkr_semaphore_free(s);
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_mutex_new(&m, c, path), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_fencing_token(m, NULL), ZKR_EINVAL);
@@ -950,6 +950,48 @@ static void test_bad_arguments(void)
 
 /* ---- registration ---------------------------------------------------------------------------------------- */
 
+/* The names of 0.2.0 still work for one release (the compiler warns and
+ * names the replacement); zkr_lease_return(NULL) keeps its old ZKR_OK. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static int done_set(void *p)
+{
+    return atomic_load((atomic_int *)p) != 0;
+}
+
+static void release_done(int rc, void *ctx)
+{
+    atomic_store((atomic_int *)ctx, rc == ZKR_OK ? 1 : 2);
+}
+
+static void test_old_names(void)
+{
+    char path[128];
+    zkt_path("sem-old-names", path, sizeof path);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD), ZKR_OK); /* the async one's completion */
+    zkr_semaphore_t *s;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, path, 3), ZKR_OK);
+    zkr_lease_t *ls[3] = {NULL, NULL, NULL};
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(s, 3, 5000, ls), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(NULL), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_lease_return(ls[0]), ZKR_OK);
+    atomic_int done = 0;
+    CU_ASSERT_EQUAL(zkr_lease_return_async(ls[1], release_done, &done), ZKR_OK);
+    CU_ASSERT_TRUE(zkt_wait_for(done_set, &done, 10000));
+    CU_ASSERT_EQUAL(atomic_load(&done), 1);
+    ls[0] = ls[1] = NULL;
+    CU_ASSERT_EQUAL(zkr_lease_return_all(ls, 3), ZKR_OK);
+    char leases[160];
+    snprintf(leases, sizeof leases, "%s/leases", path);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, leases), 0);
+    zkr_semaphore_free(s);
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+#pragma GCC diagnostic pop
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("semaphore", NULL, NULL);
@@ -963,6 +1005,7 @@ static void add_suites(void)
     CU_add_test(s, "semaphore mutex: not reentrant, any thread releases, tokens", test_semaphore_mutex);
     CU_add_test(s, "holder SIGKILLed: its lease goes with its session", test_killed_holder);
     CU_add_test(s, "never more than max holders under stress", test_max_holders);
+    CU_add_test(s, "the names of 0.2.0: zkr_lease_return*, for one release", test_old_names);
 }
 
 int main(void)

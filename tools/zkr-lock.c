@@ -230,7 +230,7 @@ static int lock_release(tool_t *t)
     if (t->sem) {
         zkr_lease_t *l = t->lease;
         t->lease = NULL;
-        return zkr_lease_return(l);
+        return zkr_lease_release(l);
     }
     return zkr_lock_release(t->ref);
 }

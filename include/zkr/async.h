@@ -26,8 +26,8 @@
  * thread: they are not reentrant, do not show in the lock object's
  * per-thread queries (zkr_mutex_is_held, zkr_lock_fencing_token, ...) and
  * may be released once, from any thread: zkr_hold_release and
- * zkr_lease_return wait for the delete's answer (one round trip, bounded by
- * ZKR_RELEASE_WAIT_MS), zkr_hold_release_async and zkr_lease_return_async
+ * zkr_lease_release wait for the delete's answer (one round trip, bounded by
+ * ZKR_RELEASE_WAIT_MS), zkr_hold_release_async and zkr_lease_release_async
  * return at once and deliver the same answer as a completion, like an
  * acquire's (an event loop never waits on the network).  An asynchronous acquire queues like any other contender (FIFO
  * with every process's acquires), also behind a hold of the same object
@@ -37,7 +37,7 @@
  * granted asynchronously are not revocable.
  *
  * Lifetimes: a hold or lease stays valid after its lock object is freed
- * (release it with zkr_hold_release / zkr_lease_return, also after
+ * (release it with zkr_hold_release / zkr_lease_release, also after
  * zkr_client_close); freeing a lock object or semaphore cancels its pending
  * acquires (their completions report ZKR_ECANCELED).  zkr_client_close
  * ends every acquire still pending or granted but not yet delivered with
@@ -70,7 +70,7 @@ typedef struct zkr_hold zkr_hold_t;
 typedef void (*zkr_acquire_fn)(int rc, zkr_hold_t *hold, void *ctx);
 
 /* Completion of zkr_semaphore_acquire_async: the same codes; lease is NULL
- * unless rc is ZKR_OK (return it with zkr_lease_return). */
+ * unless rc is ZKR_OK (return it with zkr_lease_release). */
 typedef void (*zkr_lease_acquire_fn)(int rc, zkr_lease_t *lease, void *ctx);
 
 /* Start acquiring `ref` (any kind of zkr_lock.h) within timeout_ms (< 0:
@@ -160,7 +160,10 @@ ZKR_EXTERN int zkr_hold_release_async(zkr_hold_t *hold, zkr_release_fn fn, void 
  * acquire alike (the lease must not be used after the call).  Returns
  * ZKR_OK, ZKR_EINVAL (lease or fn NULL), ZKR_ECLOSED (returned at once and
  * freed; fn is never called), ZKR_ENOMEM (still yours). */
-ZKR_EXTERN int zkr_lease_return_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx);
+ZKR_EXTERN int zkr_lease_release_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx);
+/* The name of 0.2.0. */
+ZKR_EXTERN int zkr_lease_return_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx)
+    ZKR_DEPRECATED("zkr_lease_release_async");
 
 /* The hold's fencing token (its node's creation zxid).  ZKR_OK, ZKR_EINVAL. */
 ZKR_EXTERN int zkr_hold_fencing_token(const zkr_hold_t *hold, int64_t *token);

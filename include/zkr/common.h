@@ -17,6 +17,14 @@ extern "C" {
 #define ZKR_EXTERN
 #endif
 
+/* A name of 0.2.0 kept for one release: the compiler names its
+ * replacement (docs/versioning.md). */
+#if defined(__GNUC__) && !defined(ZKR_BUILDING)
+#define ZKR_DEPRECATED(replacement) __attribute__((deprecated("use " replacement " (zkrecipes 1.0)")))
+#else
+#define ZKR_DEPRECATED(replacement)
+#endif
+
 /* Timeouts are in milliseconds: < 0 waits forever, 0 tries once without
  * waiting, > 0 waits at most that long. */
 #define ZKR_WAIT_FOREVER ((int64_t)-1)
@@ -56,7 +64,7 @@ typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void 
  * through its first argument (zkr_mutex_new(&m, c, path)), other outputs
  * come last; counts are size_t; every timeout is int64_t milliseconds (< 0
  * forever, 0 one try); what the library hands out is freed by the matching
- * *_free / zkr_lease_return / zkr_strings_free.  Strings: a `const char *`
+ * *_free / zkr_lease_release / zkr_strings_free.  Strings: a `const char *`
  * the library returns is lent (valid as long as its declaration says;
  * never free it); a string handed out through a `char **` out-parameter
  * (the *_node_path getters, zkr_op_t.created) is the caller's, freed with

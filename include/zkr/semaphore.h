@@ -15,7 +15,7 @@
  *   zkr_semaphore_new(&s, client, "/app/sem/db-connections", 10);
  *   if (zkr_semaphore_acquire(s, 2000, &lease) == ZKR_OK) {
  *       ... use one of the 10 slots ...
- *       zkr_lease_return(lease);
+ *       zkr_lease_release(lease);
  *   }
  *   zkr_semaphore_free(s);
  */
@@ -50,7 +50,7 @@ ZKR_EXTERN int zkr_semaphore_new_shared(zkr_semaphore_t **out, zkr_client_t *c, 
 
 /* Acquire one lease, waiting at most timeout_ms (< 0 forever, 0 one try).
  * Returns:
- *   ZKR_OK            *lease is yours; give it back with zkr_lease_return
+ *   ZKR_OK            *lease is yours; give it back with zkr_lease_release
  *   ZKR_EINVAL        NULL argument
  *   ZKR_ETIMEDOUT     no lease in time (nothing is left behind)
  *   ZKR_ESESSIONLOST  the session was lost while waiting
@@ -69,19 +69,24 @@ ZKR_EXTERN int zkr_semaphore_acquire(zkr_semaphore_t *s, int64_t timeout_ms, zkr
 ZKR_EXTERN int zkr_semaphore_acquire_n(zkr_semaphore_t *s, size_t n, int64_t timeout_ms,
                                        zkr_lease_t **leases);
 
-/* Return a lease (from any thread) and free it: its node is deleted (in the
- * background if the link is down or gives no answer within
- * ZKR_RELEASE_WAIT_MS).  NULL is a no-op returning OK.  The lease is freed
- * whatever the code.  Returns ZKR_OK, ZKR_ELOST (lost with its session, or
- * deleted by another session), ZKR_ENOAUTH or ZKR_EZOOKEEPER (the server
- * refused the delete: the node stays until the session ends; logged). */
-ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease);
+/* Release a lease (from any thread) and free it: its node is deleted (in
+ * the background if the link is down or gives no answer within
+ * ZKR_RELEASE_WAIT_MS).  The lease is freed whatever the code.  Returns
+ * ZKR_OK, ZKR_EINVAL (lease NULL, as for every release), ZKR_ELOST (lost
+ * with its session, or deleted by another session), ZKR_ENOAUTH or
+ * ZKR_EZOOKEEPER (the server refused the delete: the node stays until the
+ * session ends; logged). */
+ZKR_EXTERN int zkr_lease_release(zkr_lease_t *lease);
 
-/* Return n leases (NULL entries skipped); reports the first error but
- * returns them all.  Returns ZKR_OK, ZKR_EINVAL (leases NULL, n >
- * ZKR_LEASES_MAX: nothing returned), or
- * the first error of zkr_lease_return (ZKR_ELOST, ZKR_ENOAUTH, ...). */
-ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, size_t n);
+/* Release n leases (NULL entries skipped) and set each entry to NULL;
+ * reports the first error but releases them all.  Returns ZKR_OK,
+ * ZKR_EINVAL (leases NULL, n > ZKR_LEASES_MAX: nothing released), or the
+ * first error of zkr_lease_release (ZKR_ELOST, ZKR_ENOAUTH, ...). */
+ZKR_EXTERN int zkr_lease_release_all(zkr_lease_t **leases, size_t n);
+
+/* The names of 0.2.0 (zkr_lease_return(NULL) still returns ZKR_OK). */
+ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease) ZKR_DEPRECATED("zkr_lease_release");
+ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, size_t n) ZKR_DEPRECATED("zkr_lease_release_all");
 
 /* Hold notifications for leases acquired after this call (see
  * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
@@ -131,7 +136,7 @@ ZKR_EXTERN int zkr_semaphore_mutex_acquire(zkr_semaphore_mutex_t *m, int64_t tim
 
 /* Release; any thread may release.  Returns ZKR_OK, ZKR_EINVAL,
  * ZKR_ENOTOWNER (this object does not hold it), and the codes of
- * zkr_lease_return. */
+ * zkr_lease_release. */
 ZKR_EXTERN int zkr_semaphore_mutex_release(zkr_semaphore_mutex_t *m);
 
 /* 1 if this object holds the mutex (and the hold is not LOST). */

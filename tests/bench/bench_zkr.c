@@ -47,7 +47,7 @@ static void zkr_thread_fini(void *p)
     if (!z)
         return;
     if (z->lease)
-        zkr_lease_return(z->lease);
+        zkr_lease_release(z->lease);
     zkr_multilock_free(z->multi);
     for (int i = 0; i < z->nparts; i++)
         zkr_mutex_free(z->parts[i]);
@@ -140,7 +140,7 @@ static int zkr_release(void *p, int write_op)
     case BK_MUTEX: return report("mutex release", zkr_mutex_release(z->mutex));
     case BK_MULTI: return report("multilock release", zkr_multilock_release(z->multi));
     case BK_SEM:
-        rc = report("lease return", zkr_lease_return(z->lease));
+        rc = report("lease return", zkr_lease_release(z->lease));
         z->lease = NULL;
         return rc;
     case BK_READ: return report("read release", zkr_rwlock_read_release(z->rw));
