@@ -302,6 +302,12 @@ void zkr_multilock_free(zkr_multilock_t *ml)
 {
     if (!ml)
         return;
+    /* What it holds goes with it, as for every object: the parts, when
+     * the calling thread holds them through it (a part of a per-thread
+     * kind held by another thread is that thread's, released by it or
+     * by freeing the part's object). */
+    if (zkr_multilock_is_held(ml))
+        zkr_multilock_release(ml);
     free(ml->parts);
     free(ml);
 }

@@ -1148,6 +1148,42 @@ static void test_close_races_sent_ahead_after_rebuild(void)
     zkt_raw_close(raw);
 }
 
+/* Freeing a held multi-lock releases its parts, as every object's free
+ * releases what it holds; the part objects stay usable. */
+static void test_free_releases(void)
+{
+    char pm[128], pr[128];
+    zkt_path("ml-free-mutex", pm, sizeof pm);
+    zkt_path("ml-free-rw", pr, sizeof pr);
+    zhandle_t *raw = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_mutex_t *m;
+    zkr_rwlock_t *l;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, pm), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_rwlock_new(&l, c, pr), ZKR_OK);
+    zkr_lock_ref_t parts[2] = {zkr_mutex_ref(m), zkr_rwlock_write_ref(l)};
+    zkr_multilock_t *ml = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 1);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pr), 1);
+    zkr_multilock_free(ml);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    CU_ASSERT_FALSE(zkr_rwlock_write_is_held(l));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 0);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pr), 0);
+    /* A multi-lock not held frees nothing of its parts' (held directly). */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    zkr_multilock_free(ml);
+    CU_ASSERT_TRUE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    zkr_mutex_free(m);
+    zkr_rwlock_free(l);
+    zkr_client_close(c);
+    zkt_raw_close(raw);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("lock interface", NULL, NULL);
@@ -1158,6 +1194,7 @@ static void add_suites(void)
     CU_add_test(m, "a part's own error code, rollback", test_part_error_code);
     CU_add_test(m, "one deadline covers the whole acquire", test_single_deadline);
     CU_add_test(m, "release in reverse order", test_release_reverse_order);
+    CU_add_test(m, "free releases a held multi-lock's parts", test_free_releases);
     CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
     CU_add_test(m, "a part that must wait: the parts before it held, none after it queued", test_waits_in_order);
     CU_add_test(m, "the creates sent ahead lose their reply: every node adopted, none twice",

@@ -59,16 +59,47 @@ typedef enum zkr_hold_state {
  * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
 typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
 
-/* Conventions of the whole API: functions return 0 (ZKR_OK) or a negative
- * ZKR_E... code; the object comes first, a constructor hands its object out
- * through its first argument (zkr_mutex_new(&m, c, path)), other outputs
- * come last; counts are size_t; every timeout is int64_t milliseconds (< 0
- * forever, 0 one try); what the library hands out is freed by the matching
- * *_free / zkr_lease_release / zkr_strings_free.  Strings: a `const char *`
- * the library returns is lent (valid as long as its declaration says;
- * never free it); a string handed out through a `char **` out-parameter
- * (the *_node_path getters, zkr_op_t.created) is the caller's, freed with
- * zkr_free (free(3) does the same). */
+/* Conventions of the whole API (also in zkrecipes(7), CONVENTIONS):
+ *
+ *  - Functions return 0 (ZKR_OK) or a negative ZKR_E... code, each code
+ *    with one meaning (errors.h).  The object comes first; a constructor
+ *    hands its object out through its first argument
+ *    (zkr_mutex_new(&m, c, path)); other outputs come last.  Counts are
+ *    size_t; every timeout is int64_t milliseconds (< 0 forever, 0 one
+ *    try).
+ *  - Giving back what was acquired is always "release": zkr_*_release,
+ *    zkr_lease_release, zkr_hold_release, zkr_multilock_release.
+ *  - NULL: every *_free and zkr_client_close accept NULL and do nothing.
+ *    Every other call, every release included, refuses a NULL object with
+ *    ZKR_EINVAL; getters return their neutral value (0, ZKR_HOLD_NONE,
+ *    NULL).
+ *  - *_free releases what the object itself holds (a mutex's and a
+ *    read/write lock's holds in every thread, a semaphore mutex's, a
+ *    multi-lock's parts held through it by the calling thread, a latch's
+ *    or selector's place in the election, an observer's watch), then
+ *    frees it.  Handles an object handed out (zkr_lease_t, zkr_hold_t)
+ *    are objects of their own: each is released by its own call, also
+ *    after the object that made it is freed.
+ *  - Strings: a `const char *` the library returns is lent (valid as long
+ *    as its declaration says; never free it); a string handed out through
+ *    a `char **` out-parameter (every *_node_path getter,
+ *    zkr_op_t.created) is the caller's, freed with zkr_free; arrays of
+ *    strings with zkr_strings_free.
+ *  - Which thread may release what:
+ *        mutex, read/write lock (either half)   the thread that acquired
+ *                                               it (holds are per thread)
+ *        semaphore mutex                        any thread (the object
+ *                                               holds it)
+ *        lease, zkr_hold_t (asynchronous)       any thread
+ *        multi-lock                             each part by its rule
+ *    zkr_*_is_held and zkr_lock_is_held answer for the same holder: the
+ *    calling thread (mutex, read/write lock), the object (semaphore
+ *    mutex).
+ *  - Listeners (state, leadership, hold) may be set at any time and are
+ *    told what happens after the call; nothing is told again.  A hold
+ *    keeps the hold listener its object had when the hold was granted.
+ *  - Process-wide settings are set by process-wide functions
+ *    (zkr_set_zk_log_level), never by a client's options. */
 
 /* Free a string (or other memory) the library handed out through an
  * out-parameter.  NULL is a no-op. */

@@ -52,7 +52,10 @@ ZKR_EXTERN int zkr_multilock_release(zkr_multilock_t *ml);
 /* 1 if every part is held, else 0. */
 ZKR_EXTERN int zkr_multilock_is_held(zkr_multilock_t *ml);
 
-/* Free (does not release; release first).  NULL is a no-op. */
+/* Free: if the calling thread holds every part (zkr_multilock_is_held),
+ * they are released first, as every object's _free releases what it
+ * holds.  The part objects stay (they are the caller's).  NULL is a
+ * no-op. */
 ZKR_EXTERN void zkr_multilock_free(zkr_multilock_t *ml);
 
 #ifdef __cplusplus
