@@ -75,22 +75,23 @@ typedef void (*zkr_lease_acquire_fn)(int rc, zkr_lease_t *lease, void *ctx);
 
 /* Start acquiring `ref` (any kind of zkr_lock.h) within timeout_ms (< 0:
  * no limit; 0: one look).  Returns at once:
- *   ZKR_OK       started: fn(rc, hold, ctx) will run exactly once; *id (if
- *                id is not NULL) names the acquire for zkr_async_cancel
+ *   ZKR_OK       started: fn(rc, hold, ctx) will run exactly once;
+ *                *acquire_id (if not NULL) names the acquire for
+ *                zkr_async_cancel
  *   ZKR_EINVAL   bad reference, fn NULL
  *   ZKR_ECLOSED  the client is closing
  *   ZKR_ENOMEM
  * On any code but ZKR_OK, fn is never called. */
 ZKR_EXTERN int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_fn fn, void *ctx,
-                                      uint64_t *id);
+                                      uint64_t *acquire_id);
 
 /* The same for one lease of a semaphore (Curator's protocol: the locks/
  * mutex, then a lease node).  Returns ZKR_OK, ZKR_EINVAL (s or fn NULL),
  * ZKR_ECLOSED, ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_acquire_fn fn,
-                                           void *ctx, uint64_t *id);
+                                           void *ctx, uint64_t *acquire_id);
 
-/* Cancel a pending acquire by its id (never a pointer, so a cancel racing
+/* Cancel a pending acquire by its acquire id (never a pointer, so a cancel racing
  * the completion touches no freed memory).
  *   ZKR_OK      cancelled: its completion will run once with ZKR_ECANCELED
  *               (on the dispatching thread, not inside this call), and its
@@ -101,8 +102,8 @@ ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_m
  *   ZKR_ENOTFOUND no such pending acquire: the id is unknown, or its
  *               completion has started or run (then the completion
  *               reported the outcome, a hold to release if ZKR_OK)
- *   ZKR_EINVAL  c NULL or id 0 */
-ZKR_EXTERN int zkr_async_cancel(zkr_client_t *c, uint64_t id);
+ *   ZKR_EINVAL  c NULL or acquire_id 0 */
+ZKR_EXTERN int zkr_async_cancel(zkr_client_t *c, uint64_t acquire_id);
 
 /* Where completions run (see above). */
 typedef enum zkr_dispatch_mode {

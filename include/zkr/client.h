@@ -210,9 +210,9 @@ ZKR_EXTERN zkr_state_t zkr_client_state(zkr_client_t *c);
 ZKR_EXTERN int zkr_client_is_connected(zkr_client_t *c);
 
 /* The current session: id and, if passwd is not NULL, its 16-byte password.
- * Returns ZKR_OK, ZKR_EINVAL (c or id NULL), ZKR_ECONNLOSS (no session has
+ * Returns ZKR_OK, ZKR_EINVAL (c or session_id NULL), ZKR_ECONNLOSS (no session has
  * been established yet). */
-ZKR_EXTERN int zkr_client_session(zkr_client_t *c, int64_t *id, char passwd[16]);
+ZKR_EXTERN int zkr_client_session(zkr_client_t *c, int64_t *session_id, char passwd[16]);
 
 /* The session timeout the server negotiated (ms) for the current session.
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS (never connected). */

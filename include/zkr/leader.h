@@ -128,12 +128,12 @@ typedef void (*zkr_leader_fn)(int is_leader, int64_t token, void *ctx);
 
 typedef struct zkr_latch zkr_latch_t;
 
-/* A latch on `path` for participant `id` (NULL means "", Curator's
+/* A latch on `path` for participant `participant_id` (NULL means "", Curator's
  * default id: zero bytes of data).  Nothing is sent.  Returns ZKR_OK,
  * ZKR_EINVAL (out, c NULL; a path ZooKeeper would refuse; id not valid
  * UTF-8 or over ZKR_LEADER_ID_MAX bytes), ZKR_ECLOSED (the client is
  * closing), ZKR_ENOMEM, ZKR_ESYSTEM. */
-ZKR_EXTERN int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *path, const char *id);
+ZKR_EXTERN int zkr_latch_new(zkr_latch_t **out, zkr_client_t *c, const char *path, const char *participant_id);
 
 /* Before zkr_latch_start: the policy (default STANDARD).  Returns ZKR_OK,
  * ZKR_EINVAL (l NULL, unknown policy), ZKR_ESTATE (already started). */
@@ -229,13 +229,13 @@ typedef struct zkr_selector zkr_selector_t;
  * it is no longer safe to act as leader. */
 typedef void (*zkr_take_leadership_fn)(zkr_selector_t *s, int64_t token, void *ctx);
 
-/* A selector on `path` for participant `id` (NULL or "": the node's data
+/* A selector on `path` for participant `participant_id` (NULL or "": the node's data
  * is the host's address, the first non-loopback IPv4 address of the host
  * as text, as Curator writes its local address; "127.0.0.1" if none).
  * fn is required.  Nothing is sent.  Returns ZKR_OK, ZKR_EINVAL (NULL out,
  * c or fn; bad path; id not valid UTF-8 or too large), ZKR_ECLOSED,
  * ZKR_ENOMEM, ZKR_ESYSTEM. */
-ZKR_EXTERN int zkr_selector_new(zkr_selector_t **out, zkr_client_t *c, const char *path, const char *id,
+ZKR_EXTERN int zkr_selector_new(zkr_selector_t **out, zkr_client_t *c, const char *path, const char *participant_id,
                                 zkr_take_leadership_fn fn, void *ctx);
 
 /* Queue again after each term (Curator's autoRequeue); default off: one
@@ -303,7 +303,7 @@ ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
 
 /* ---- one term, asynchronously -------------------------------------------- */
 
-/* Join the latch election at `path` with `id` (as zkr_latch_new) and be
+/* Join the latch election at `path` with `participant_id` (as zkr_latch_new) and be
  * told, as a completion (see zkr/async.h: on dispatch, exactly once), when
  * this participant leads: zkr_acquire_fn(rc, hold, ctx) with rc ZKR_OK and
  * a hold of kind "leader" (token: zkr_hold_fencing_token; state:
@@ -311,10 +311,10 @@ ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
  * zkr_hold_proclaim), or the codes of zkr_lock_acquire_async's completion.
  * The term ends with zkr_hold_release / zkr_hold_release_async, or with
  * the session (the hold becomes LOST: start again to rejoin).  Cancel with
- * zkr_async_cancel(c, *aid).  Returns ZKR_OK (fn will run), ZKR_EINVAL
+ * zkr_async_cancel(c, *acquire_id).  Returns ZKR_OK (fn will run), ZKR_EINVAL
  * (NULL c or fn, bad path, bad id), ZKR_ECLOSED, ZKR_ENOMEM. */
-ZKR_EXTERN int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *id, int64_t timeout_ms,
-                                        zkr_acquire_fn fn, void *ctx, uint64_t *aid);
+ZKR_EXTERN int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *participant_id,
+                                        int64_t timeout_ms, zkr_acquire_fn fn, void *ctx, uint64_t *acquire_id);
 
 /* Proclaim through a "leader" hold.  Returns the codes of
  * zkr_latch_proclaim; ZKR_EINVAL also for a hold of another kind;
