@@ -277,6 +277,48 @@ ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void
  *   ZKR_ECLOSED  another thread is closing it already */
 ZKR_EXTERN int zkr_client_close(zkr_client_t *c);
 
+/* ---- asynchronous calls: where their completions run, cancel (zkr/async.h) ---- */
+
+/* Where the completions of asynchronous calls run (see zkr/async.h). */
+typedef enum zkr_dispatch_mode {
+    ZKR_DISPATCH_LOOP = 0,  /* zkr_client_dispatch, on the caller's thread */
+    ZKR_DISPATCH_THREAD = 1 /* the client's callback thread */
+} zkr_dispatch_mode_t;
+
+/* Choose where completions run; may be changed at any time (completions
+ * already waiting then follow the new mode).  Returns ZKR_OK, ZKR_EINVAL
+ * (c NULL or unknown mode), ZKR_ECLOSED. */
+ZKR_EXTERN int zkr_client_set_dispatch(zkr_client_t *c, zkr_dispatch_mode_t mode);
+
+/* A file descriptor that is readable while completions wait to be
+ * dispatched (an eventfd, non-blocking, close-on-exec, owned by the client:
+ * never read, write or close it; poll it for reading).  The same fd for the
+ * client's whole life.  Returns the fd (>= 0), or ZKR_EINVAL (c NULL),
+ * ZKR_ECLOSED, ZKR_ESYSTEM (no eventfd). */
+ZKR_EXTERN int zkr_client_fd(zkr_client_t *c);
+
+/* Run, on the calling thread, the completions waiting now (not those that
+ * become ready meanwhile: call it again when the fd is readable).  Safe
+ * with nothing pending, and from several threads (each completion runs
+ * once).  A completion may call the library (acquire, cancel, release,
+ * dispatch), but not zkr_client_close on this client (ZKR_EDEADLK).
+ * Returns how many completions ran (>= 0), or ZKR_EINVAL (c NULL). */
+ZKR_EXTERN int zkr_client_dispatch(zkr_client_t *c);
+
+/* Cancel a pending acquire by its acquire id (never a pointer, so a cancel racing
+ * the completion touches no freed memory).
+ *   ZKR_OK      cancelled: its completion will run once with ZKR_ECANCELED
+ *               (on the dispatching thread, not inside this call), and its
+ *               node is deleted (or its deletion scheduled).  This holds
+ *               also when the grant raced ahead of the cancel but its
+ *               completion had not started yet: the hold is released and
+ *               ZKR_ECANCELED reported instead.
+ *   ZKR_ENOTFOUND no such pending acquire: the id is unknown, or its
+ *               completion has started or run (then the completion
+ *               reported the outcome, a hold to release if ZKR_OK)
+ *   ZKR_EINVAL  c NULL or acquire_id 0 */
+ZKR_EXTERN int zkr_async_cancel(zkr_client_t *c, uint64_t acquire_id);
+
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,22 @@ typedef enum zkr_hold_state {
  * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
 typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
 
+/* Completion of an asynchronous release: rc is what the blocking release
+ * would have returned (ZKR_OK: the node is gone, or its delete could not be
+ * answered in time and is finished in the background; ZKR_ELOST: the hold
+ * had been lost with its session; a refusal of the server, ZKR_ENOAUTH...:
+ * the node stays until its session ends, and is logged). */
+typedef void (*zkr_release_fn)(int rc, void *ctx);
+
+/* A reference to a lock of any kind (zkr/lock.h): a small value, copied
+ * freely, which does not own the lock object (that must outlive it).  Made
+ * by zkr_mutex_ref, zkr_semaphore_mutex_ref, zkr_rwlock_read_ref and
+ * zkr_rwlock_write_ref. */
+typedef struct zkr_lock_ref {
+    const void *ops; /* which kind (opaque) */
+    void *obj;       /* the lock object */
+} zkr_lock_ref_t;
+
 /* Conventions of the whole API (also in zkrecipes(7), CONVENTIONS):
  *
  *  - Functions return 0 (ZKR_OK) or a negative ZKR_E... code, each code

@@ -67,6 +67,7 @@
 #include "zkr/common.h"
 #include "zkr/errors.h"
 #include "zkr/guard.h"
+#include "zkr/hold.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -316,10 +317,6 @@ ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
 ZKR_EXTERN int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *participant_id,
                                         int64_t timeout_ms, zkr_acquire_fn fn, void *ctx, uint64_t *acquire_id);
 
-/* Proclaim through a "leader" hold.  Returns the codes of
- * zkr_latch_proclaim; ZKR_EINVAL also for a hold of another kind;
- * ZKR_ENOTLEADER when the hold is LOST. */
-ZKR_EXTERN int zkr_hold_proclaim(zkr_hold_t *hold, const char *value);
 
 /* ---- observing ------------------------------------------------------------ */
 

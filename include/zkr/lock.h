@@ -11,6 +11,7 @@
 
 #include "zkr/common.h"
 #include "zkr/errors.h"
+#include "zkr/hold.h"
 #include "zkr/mutex.h"
 #include "zkr/rwlock.h"
 #include "zkr/semaphore.h"
@@ -19,17 +20,9 @@
 extern "C" {
 #endif
 
-typedef struct zkr_lock_ref {
-    const void *ops; /* which kind (opaque) */
-    void *obj;       /* the lock object */
-} zkr_lock_ref_t;
 
 /* References to each kind.  A NULL object gives a reference that every
  * zkr_lock_* call refuses with ZKR_EINVAL. */
-ZKR_EXTERN zkr_lock_ref_t zkr_mutex_ref(zkr_mutex_t *m);
-ZKR_EXTERN zkr_lock_ref_t zkr_semaphore_mutex_ref(zkr_semaphore_mutex_t *m);
-ZKR_EXTERN zkr_lock_ref_t zkr_rwlock_read_ref(zkr_rwlock_t *l);
-ZKR_EXTERN zkr_lock_ref_t zkr_rwlock_write_ref(zkr_rwlock_t *l);
 
 /* The kind's acquire: its return codes (ZKR_EINVAL for a bad reference). */
 ZKR_EXTERN int zkr_lock_acquire(zkr_lock_ref_t ref, int64_t timeout_ms);
@@ -48,6 +41,24 @@ ZKR_EXTERN int zkr_lock_node_path(zkr_lock_ref_t ref, char **path);
 ZKR_EXTERN zkr_hold_state_t zkr_lock_hold_state(zkr_lock_ref_t ref);
 /* "mutex", "semaphore-mutex", "read", "write"; "invalid" for a bad one. */
 ZKR_EXTERN const char *zkr_lock_kind(zkr_lock_ref_t ref);
+
+/* Start acquiring `ref` (any kind of zkr_lock.h) within timeout_ms (< 0:
+ * no limit; 0: one look).  Returns at once:
+ *   ZKR_OK       started: fn(rc, hold, ctx) will run exactly once;
+ *                *acquire_id (if not NULL) names the acquire for
+ *                zkr_async_cancel
+ *   ZKR_EINVAL   bad reference, fn NULL
+ *   ZKR_ECLOSED  the client is closing
+ *   ZKR_ENOMEM
+ * On any code but ZKR_OK, fn is never called. */
+ZKR_EXTERN int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_fn fn, void *ctx,
+                                      uint64_t *acquire_id);
+
+/* Guarded by the reference's hold (the calling thread's, for the
+ * per-thread kinds): zkr_guarded_write (zkr/guard.h) on its node; also
+ * ZKR_EINVAL (a bad reference), ZKR_ENOTOWNER (nothing held: nothing
+ * sent), ZKR_EGUARD also when the hold is already known LOST. */
+ZKR_EXTERN int zkr_lock_guarded_write(zkr_lock_ref_t ref, zkr_op_t *ops, size_t n);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #include "zkr/client.h"
 #include "zkr/common.h"
 #include "zkr/errors.h"
+#include "zkr/op.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,6 +117,15 @@ ZKR_EXTERN int zkr_mutex_make_revocable(zkr_mutex_t *m, zkr_revoke_fn fn, void *
  * not an error.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
  * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOAUTH, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_revoke_request(zkr_client_t *c, const char *node_path);
+
+/* A reference for the common lock interface (zkr/lock.h); a NULL object
+ * gives a reference every zkr_lock_* call refuses with ZKR_EINVAL. */
+ZKR_EXTERN zkr_lock_ref_t zkr_mutex_ref(zkr_mutex_t *m);
+
+/* Guarded by the calling thread's hold: zkr_guarded_write (zkr/guard.h) on
+ * its node; also ZKR_EINVAL (NULL object), ZKR_ENOTOWNER (nothing held:
+ * nothing sent), ZKR_EGUARD also when the hold is already known LOST. */
+ZKR_EXTERN int zkr_mutex_guarded_write(zkr_mutex_t *m, zkr_op_t *ops, size_t n);
 
 /* Free the object.  Holds still open are released (their nodes deleted).
  * NULL is a no-op.  No thread may be inside a call on `m`. */

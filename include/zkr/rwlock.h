@@ -33,6 +33,7 @@
 #include "zkr/client.h"
 #include "zkr/common.h"
 #include "zkr/errors.h"
+#include "zkr/op.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -93,6 +94,11 @@ ZKR_EXTERN int zkr_rwlock_write_node_path(zkr_rwlock_t *l, char **path);
  * zkr_strings_free.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ECONNLOSS,
  * ZKR_ESESSIONLOST, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_rwlock_participants(zkr_rwlock_t *l, char ***paths, size_t *count);
+
+/* References for the common lock interface (zkr/lock.h); a NULL object
+ * gives a reference every zkr_lock_* call refuses with ZKR_EINVAL. */
+ZKR_EXTERN zkr_lock_ref_t zkr_rwlock_read_ref(zkr_rwlock_t *l);
+ZKR_EXTERN zkr_lock_ref_t zkr_rwlock_write_ref(zkr_rwlock_t *l);
 
 /* Free (holds still open are released).  NULL is a no-op. */
 ZKR_EXTERN void zkr_rwlock_free(zkr_rwlock_t *l);

@@ -25,6 +25,7 @@
 #include "zkr/client.h"
 #include "zkr/common.h"
 #include "zkr/errors.h"
+#include "zkr/op.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,30 @@ ZKR_EXTERN int zkr_lease_release(zkr_lease_t *lease);
  * ZKR_EINVAL (leases NULL, n > ZKR_LEASES_MAX: nothing released), or the
  * first error of zkr_lease_release (ZKR_ELOST, ZKR_ENOAUTH, ...). */
 ZKR_EXTERN int zkr_lease_release_all(zkr_lease_t **leases, size_t n);
+
+/* Completion of zkr_semaphore_acquire_async: the same codes; lease is NULL
+ * unless rc is ZKR_OK (return it with zkr_lease_release). */
+typedef void (*zkr_lease_acquire_fn)(int rc, zkr_lease_t *lease, void *ctx);
+
+/* The same for one lease of a semaphore (Curator's protocol: the locks/
+ * mutex, then a lease node).  Returns ZKR_OK, ZKR_EINVAL (s or fn NULL),
+ * ZKR_ECLOSED, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_acquire_fn fn,
+                                           void *ctx, uint64_t *acquire_id);
+
+/* The same for a lease, from zkr_semaphore_acquire_async or the blocking
+ * acquire alike (the lease must not be used after the call).  Returns
+ * ZKR_OK, ZKR_EINVAL (lease or fn NULL), ZKR_ECLOSED (returned at once and
+ * freed; fn is never called), ZKR_ENOMEM (still yours). */
+ZKR_EXTERN int zkr_lease_release_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx);
+/* The name of 0.2.0. */
+ZKR_EXTERN int zkr_lease_return_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx)
+    ZKR_DEPRECATED("zkr_lease_release_async");
+
+/* Guarded by the lease: zkr_guarded_write (zkr/guard.h) on its node; also
+ * ZKR_EINVAL (lease NULL), ZKR_EGUARD also when the lease is already known
+ * LOST (nothing sent). */
+ZKR_EXTERN int zkr_lease_guarded_write(zkr_lease_t *lease, zkr_op_t *ops, size_t n);
 
 /* The names of 0.2.0 (zkr_lease_return(NULL) still returns ZKR_OK). */
 ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease) ZKR_DEPRECATED("zkr_lease_release");
@@ -157,6 +182,10 @@ ZKR_EXTERN int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, z
 
 /* State of the current hold (ZKR_HOLD_NONE if not held). */
 ZKR_EXTERN zkr_hold_state_t zkr_semaphore_mutex_hold_state(zkr_semaphore_mutex_t *m);
+
+/* References for the common lock interface (zkr/lock.h); a NULL object
+ * gives a reference every zkr_lock_* call refuses with ZKR_EINVAL. */
+ZKR_EXTERN zkr_lock_ref_t zkr_semaphore_mutex_ref(zkr_semaphore_mutex_t *m);
 
 /* Free (a hold still open is released).  NULL is a no-op. */
 ZKR_EXTERN void zkr_semaphore_mutex_free(zkr_semaphore_mutex_t *m);

@@ -12,6 +12,8 @@
 #include "zkr/rwlock.h"
 #include "zkr/lock.h"
 #include "zkr/multilock.h"
+#include "zkr/op.h"
+#include "zkr/hold.h"
 #include "zkr/async.h"
 #include "zkr/guard.h"
 #include "zkr/leader.h"
