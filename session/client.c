@@ -332,11 +332,9 @@ int zkr_client_open(zkr_client_t **out, const char *hosts, const zkr_client_opti
     if (!out || !hosts || !zkr__hosts_valid(hosts))
         return ZKR_EINVAL;
     zkr_client_options_t opt;
-    if (opt_in)
-        opt = *opt_in;
-    else
-        zkr_client_options_init(&opt);
-    int rc = zkr__options_validate(&opt);
+    int rc = zkr__options_take(&opt, opt_in);
+    if (rc == ZKR_OK)
+        rc = zkr__options_validate(&opt);
     if (rc != ZKR_OK)
         return rc;
     zkr_client_t *c;

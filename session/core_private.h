@@ -302,6 +302,10 @@ void zkr__log_slot_give(int slot);
 int zkr__hosts_valid(const char *hosts);
 /* ZKR_OK or ZKR_EINVAL (see zkr_client_open). */
 int zkr__options_validate(const zkr_client_options_t *opt);
+/* The program's options (NULL: the defaults) into dst, a struct of this
+ * version: ZKR_OK, or ZKR_EINVAL for a struct of a size this library
+ * cannot read. */
+int zkr__options_take(zkr_client_options_t *dst, const zkr_client_options_t *src);
 /* The ACL the options ask for, copied; ZKR_OK or ZKR_ENOMEM. */
 int zkr__acl_copy(struct ACL_vector *v, const zkr_client_options_t *opt);
 void zkr__acl_free(struct ACL_vector *v);

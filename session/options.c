@@ -10,16 +10,49 @@
 
 #define HOSTS_MAX 4096
 
-void zkr_client_options_init(zkr_client_options_t *opt)
+/* The options struct of 1.0: the smallest a program's may be.  Fields are
+ * only ever appended after it. */
+#define OPTIONS_SIZE_MIN sizeof(zkr_client_options_t)
+
+static void defaults(zkr_client_options_t *opt)
 {
-    if (!opt)
-        return;
     memset(opt, 0, sizeof *opt);
     opt->size = sizeof *opt;
     opt->session_timeout_ms = 15000;
     opt->connect_timeout_ms = 15000;
     opt->zk_log_level = -1;
     opt->log_level = ZKR_LOG_WARN;
+}
+
+void zkr_client_options_init_size(zkr_client_options_t *opt, size_t size)
+{
+    if (!opt || size < sizeof opt->size)
+        return;
+    zkr_client_options_t d;
+    defaults(&d);
+    memcpy(opt, &d, size < sizeof d ? size : sizeof d); /* never past the caller's struct */
+    opt->size = size;
+}
+
+/* (the macro of the header stands for the call of the size above) */
+void(zkr_client_options_init)(zkr_client_options_t *opt)
+{
+    zkr_client_options_init_size(opt, OPTIONS_SIZE_MIN);
+}
+
+int zkr__options_take(zkr_client_options_t *dst, const zkr_client_options_t *src)
+{
+    defaults(dst);
+    if (!src)
+        return ZKR_OK;
+    /* A struct of another version: older (smaller, down to 1.0's) is read
+     * as far as it goes, the rest keeps its defaults; newer (larger) is a
+     * program built against a later header: refused. */
+    if (src->size < OPTIONS_SIZE_MIN || src->size > sizeof *dst)
+        return ZKR_EINVAL;
+    memcpy(dst, src, src->size);
+    dst->size = sizeof *dst;
+    return ZKR_OK;
 }
 
 /* "host:port[,host:port...]", IPv6 hosts as "[addr]:port": no empty entry,

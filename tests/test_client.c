@@ -400,6 +400,28 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_client_open(&c, zkt_hosts(), &o), ZKR_EINVAL);
     zkr_client_options_init(NULL);
 
+    /* The options' size is the program's: init writes no byte past it
+     * (a struct of a later, larger header), and open reads none past it;
+     * a struct larger than this library's is a newer program's: refused. */
+    struct {
+        zkr_client_options_t o;
+        unsigned char tail[32];
+    } bigger;
+    memset(&bigger, 0xa5, sizeof bigger);
+    zkr_client_options_init_size(&bigger.o, sizeof bigger.o); /* the macro's call */
+    CU_ASSERT_EQUAL(bigger.o.size, sizeof bigger.o);
+    CU_ASSERT_EQUAL(bigger.o.session_timeout_ms, 15000);
+    CU_ASSERT_EQUAL(bigger.tail[0], 0xa5); /* nothing written past it */
+    zkr_client_options_init_size(&bigger.o, sizeof bigger); /* a newer header's struct */
+    CU_ASSERT_EQUAL(bigger.o.size, sizeof bigger);
+    for (size_t i = 0; i < sizeof bigger.tail; i++)
+        CU_ASSERT_EQUAL(bigger.tail[i], 0xa5); /* its new fields are not this library's to fill */
+    CU_ASSERT_EQUAL(zkr_client_open(&c, zkt_hosts(), &bigger.o), ZKR_EINVAL);
+    zkr_client_options_init_size(&o, sizeof o - 1); /* smaller than 1.0's: not a struct we know */
+    CU_ASSERT_EQUAL(zkr_client_open(&c, zkt_hosts(), &o), ZKR_EINVAL);
+    zkr_client_options_init_size(NULL, sizeof o);
+    zkr_client_options_init_size(&o, 1); /* too small to hold its size: ignored */
+
     CU_ASSERT_EQUAL(zkr_client_wait_connected(NULL, 0), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_client_state(NULL), ZKR_STATE_LATENT);
     CU_ASSERT_EQUAL(zkr_client_is_connected(NULL), 0);

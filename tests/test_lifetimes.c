@@ -738,7 +738,8 @@ static void test_slow_log_fn_isolated(void)
     zkr_client_options_init(&o);
     o.session_timeout_ms = SESSION_MS;
     o.connect_timeout_ms = 20000;
-    o.zk_log_level = ZKR_LOG_DEBUG; /* the C client's level is process-wide */
+    o.zk_log_level = ZKR_LOG_DEBUG; /* A takes every line of the C client's ... */
+    zkr_set_zk_log_level(ZKR_LOG_DEBUG); /* ... which makes them all (process-wide) */
     o.log_fn = slow_log;
     o.log_level = ZKR_LOG_WARN;
     zkr_client_t *a = NULL;

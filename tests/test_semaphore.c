@@ -164,8 +164,13 @@ static void test_max_holders(void)
     for (int i = 0; i < ST_THREADS; i++)
         CU_ASSERT_FATAL(pthread_create(&w[i].tid, NULL, sem_worker_main, &w[i]) == 0);
 
-    /* Meanwhile, on the server: never more lease nodes than the granted
-     * ones plus the one the locks/ holder is deciding about. */
+    /* Meanwhile, on the server: at most one lease node per client: its
+     * granted lease, the one its locks/ holder decides about, or one sent
+     * ahead behind its locks/ node (a semaphore's first acquire, and one
+     * whose last acquire found locks/ free at once, send it; it is
+     * withdrawn if locks/ is not theirs).  So the granted ones plus the
+     * deciding one, as the holders count (max_inside above), and up to
+     * one more per client sent ahead: not more than one per client. */
     int most = 0, samples = 0;
     int64_t end = zkt_now_ms() + 120000;
     while (atomic_load(&st.running) > 0 && zkt_now_ms() < end) {
@@ -185,7 +190,8 @@ static void test_max_holders(void)
     CU_ASSERT(atomic_load(&st.max_inside) <= MAX_LEASES);
     CU_ASSERT_EQUAL(atomic_load(&st.cycles), (long)ST_THREADS * ST_CYCLES);
     CU_ASSERT(samples > 0);
-    CU_ASSERT(most <= MAX_LEASES + 1);
+    CU_ASSERT(most <= ST_THREADS);
+    printf("\n    most lease nodes seen at once: %d (%d granted at most) ", most, atomic_load(&st.max_inside));
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
 

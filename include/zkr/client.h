@@ -111,11 +111,12 @@ typedef void (*zkr_log_fn)(zkr_client_t *c, int level, const char *source, const
 #define ZKR_SESSION_TIMEOUT_MAX_MS 600000
 
 /* Options for zkr_client_open.  Always fill with zkr_client_options_init
- * first, then set fields: it records the struct's size, so a program built
- * against another version's header is told (ZKR_EINVAL) instead of being
- * misread.  This version accepts its own size only; later versions that
- * add fields will accept this size too, giving the new fields their
- * defaults.  (0.1.0 had no size field: programs built against it must be
+ * first, then set fields: it records the struct's size as the program was
+ * built (a macro passing sizeof), so a later library that appends fields
+ * reads only what the program's struct has and gives the other fields
+ * their defaults, and a program built against a newer header is told
+ * (ZKR_EINVAL) instead of being misread.  New fields are only ever
+ * appended.  (0.1.0 had no size field: programs built against it must be
  * rebuilt.) */
 typedef struct zkr_client_options {
     /* sizeof(zkr_client_options_t) as the program was built: set by
@@ -170,8 +171,15 @@ typedef struct zkr_client_options {
  * Returns ZKR_OK, ZKR_EINVAL (level outside 0..4: nothing changes). */
 ZKR_EXTERN int zkr_set_zk_log_level(int level);
 
-/* Fill `opt` with the defaults above (and its size).  NULL is ignored. */
+/* Fill `opt` with the defaults above and its size.  NULL is ignored.
+ * zkr_client_options_init(opt) is a macro for
+ * zkr_client_options_init_size(opt, sizeof(zkr_client_options_t)): the size of the struct
+ * the program was built with, of which no more bytes are written.  (The
+ * function zkr_client_options_init, for programs built before the macro,
+ * fills the struct of this version.) */
+ZKR_EXTERN void zkr_client_options_init_size(zkr_client_options_t *opt, size_t size);
 ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);
+#define zkr_client_options_init(opt) zkr_client_options_init_size((opt), sizeof(zkr_client_options_t))
 
 /* Open a client.  `hosts` is a ZooKeeper connection string
  * "host:port[,host:port...]" (IPv6 as "[addr]:port"); `opt` may be NULL for
