@@ -1,6 +1,7 @@
 /* The common lock interface: one small table of functions per kind. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,10 +121,65 @@ const char *zkr_lock_kind(zkr_lock_ref_t r)
 
 /* ---- multi-lock ------------------------------------------------------------ */
 
+/* A thread's acquires through a multi-lock not yet released. */
+typedef struct ml_holder {
+    pthread_t thread;
+    long count;
+} ml_holder_t;
+
 struct zkr_multilock {
     zkr_lock_ref_t *parts;
     size_t n;
+    pthread_mutex_t mu;   /* holders */
+    ml_holder_t *holders; /* the threads holding it through it */
+    size_t nholders, capholders;
 };
+
+/* The calling thread's acquires through ml go up (+1) or down (-1).
+ * Returns 0, or -1 if there is no memory for a new holder (the acquire is
+ * then given back by the caller). */
+static int holders_add(zkr_multilock_t *ml, int delta)
+{
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&ml->mu);
+    size_t i = 0;
+    while (i < ml->nholders && !pthread_equal(ml->holders[i].thread, self))
+        i++;
+    int rc = 0;
+    if (i == ml->nholders && delta > 0) {
+        if (ml->nholders == ml->capholders) {
+            size_t cap = ml->capholders ? 2 * ml->capholders : 4;
+            ml_holder_t *v = realloc(ml->holders, cap * sizeof *v);
+            if (!v) {
+                pthread_mutex_unlock(&ml->mu);
+                return -1;
+            }
+            ml->holders = v;
+            ml->capholders = cap;
+        }
+        ml->holders[ml->nholders++] = (ml_holder_t){self, 0};
+    }
+    if (i < ml->nholders) {
+        ml->holders[i].count += delta;
+        if (ml->holders[i].count <= 0)
+            ml->holders[i] = ml->holders[--ml->nholders];
+    }
+    pthread_mutex_unlock(&ml->mu);
+    return rc;
+}
+
+/* How many acquires the calling thread holds through ml. */
+static long holders_mine(zkr_multilock_t *ml)
+{
+    pthread_t self = pthread_self();
+    long n = 0;
+    pthread_mutex_lock(&ml->mu);
+    for (size_t i = 0; i < ml->nholders; i++)
+        if (pthread_equal(ml->holders[i].thread, self))
+            n = ml->holders[i].count;
+    pthread_mutex_unlock(&ml->mu);
+    return n;
+}
 
 int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n)
 {
@@ -150,8 +206,13 @@ int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t
     zkr_multilock_t *ml = calloc(1, sizeof *ml);
     if (!ml)
         return ZKR_ENOMEM;
+    if (pthread_mutex_init(&ml->mu, NULL) != 0) {
+        free(ml);
+        return ZKR_ESYSTEM;
+    }
     ml->parts = malloc(n * sizeof *ml->parts);
     if (!ml->parts) {
+        pthread_mutex_destroy(&ml->mu);
         free(ml);
         return ZKR_ENOMEM;
     }
@@ -258,6 +319,10 @@ int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms)
         if (rc != ZKR_OK)
             break;
     }
+    if (rc == ZKR_OK && holders_add(ml, 1) != 0) {
+        rc = ZKR_ENOMEM; /* not recorded: given back, as a failed part */
+        i = ml->n;
+    }
     if (rc != ZKR_OK) {
         for (size_t j = i + 1; pf && j < ml->n; j++)
             zkr__prefetch_free(pf[j]);
@@ -275,6 +340,7 @@ int zkr_multilock_release(zkr_multilock_t *ml)
 {
     if (!ml)
         return ZKR_EINVAL;
+    holders_add(ml, -1); /* (a release of parts taken otherwise: no record) */
     /* Every part's delete goes out at once; their answers are awaited
      * together. */
     zkr__deletes_defer_begin();
@@ -302,12 +368,15 @@ void zkr_multilock_free(zkr_multilock_t *ml)
 {
     if (!ml)
         return;
-    /* What it holds goes with it, as for every object: the parts, when
-     * the calling thread holds them through it (a part of a per-thread
-     * kind held by another thread is that thread's, released by it or
-     * by freeing the part's object). */
-    if (zkr_multilock_is_held(ml))
+    /* What it holds goes with it, as for every object: the parts the
+     * calling thread took through it, as many times as it took them.
+     * Parts taken otherwise are not its own; another thread's acquires
+     * through it are that thread's (released by it, or by freeing the
+     * parts' objects). */
+    for (long n = holders_mine(ml); n > 0; n--)
         zkr_multilock_release(ml);
+    free(ml->holders);
+    pthread_mutex_destroy(&ml->mu);
     free(ml->parts);
     free(ml);
 }

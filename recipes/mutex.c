@@ -298,6 +298,8 @@ int zkr__mutex_guard(zkr_mutex_t *m, zkr__guard_t *g)
 
 int zkr_mutex_node_path(zkr_mutex_t *m, char **path)
 {
+    if (path)
+        *path = NULL;
     return (m && path) ? zkr__holds_path(&m->holds, path) : ZKR_EINVAL;
 }
 

@@ -267,11 +267,15 @@ int zkr_rwlock_write_fencing_token(zkr_rwlock_t *l, int64_t *token)
 
 int zkr_rwlock_read_node_path(zkr_rwlock_t *l, char **path)
 {
+    if (path)
+        *path = NULL;
     return (l && path) ? zkr__holds_path(&l->reads, path) : ZKR_EINVAL;
 }
 
 int zkr_rwlock_write_node_path(zkr_rwlock_t *l, char **path)
 {
+    if (path)
+        *path = NULL;
     return (l && path) ? zkr__holds_path(&l->writes, path) : ZKR_EINVAL;
 }
 

@@ -98,8 +98,7 @@ int zkr__hosts_valid(const char *hosts)
     return 1;
 }
 
-/* The 0.x options layout this library reads: any other size is a program
- * built against another version's header. */
+/* The options, once taken (zkr__options_take): ZKR_OK or ZKR_EINVAL. */
 int zkr__options_validate(const zkr_client_options_t *opt)
 {
     if (opt->size != sizeof *opt)

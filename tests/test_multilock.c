@@ -161,6 +161,19 @@ static void check_bad_ref(zkr_lock_ref_t r)
     CU_ASSERT_EQUAL(zkr_lock_node_path(r, &path), ZKR_EINVAL);
     CU_ASSERT_PTR_NULL(path);
     CU_ASSERT_EQUAL(zkr_lock_node_path(r, NULL), ZKR_EINVAL);
+    /* Every kind's getter: *path NULL on any error, a NULL object too. */
+    path = (char *)"unset";
+    CU_ASSERT_EQUAL(zkr_mutex_node_path(NULL, &path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(path);
+    path = (char *)"unset";
+    CU_ASSERT_EQUAL(zkr_rwlock_read_node_path(NULL, &path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(path);
+    path = (char *)"unset";
+    CU_ASSERT_EQUAL(zkr_rwlock_write_node_path(NULL, &path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(path);
+    path = (char *)"unset";
+    CU_ASSERT_EQUAL(zkr_semaphore_mutex_node_path(NULL, &path), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(path);
     CU_ASSERT_STRING_EQUAL(zkr_lock_kind(r), "invalid");
 }
 
@@ -1172,9 +1185,29 @@ static void test_free_releases(void)
     CU_ASSERT_FALSE(zkr_rwlock_write_is_held(l));
     CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 0);
     CU_ASSERT_EQUAL(zkt_count_children(raw, pr), 0);
-    /* A multi-lock not held frees nothing of its parts' (held directly). */
+    /* Acquired twice through it (reentrant parts): both go. */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    zkr_multilock_free(ml);
+    CU_ASSERT_FALSE(zkr_mutex_is_held(m));
+    CU_ASSERT_EQUAL(zkt_count_children(raw, pm), 0);
+    /* Parts held directly, every one of them, not through it: untouched,
+     * even though zkr_multilock_is_held says 1. */
     CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_acquire(l, 5000), ZKR_OK);
+    CU_ASSERT_TRUE(zkr_multilock_is_held(ml));
+    zkr_multilock_free(ml);
+    CU_ASSERT_TRUE(zkr_mutex_is_held(m));
+    CU_ASSERT_TRUE(zkr_rwlock_write_is_held(l));
+    CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_rwlock_write_release(l), ZKR_OK);
+    /* Acquired through it, then released: free has nothing to release. */
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_new(&ml, parts, 2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_multilock_acquire(ml, 5000), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_multilock_release(ml), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_mutex_acquire(m, 5000), ZKR_OK); /* held directly now */
     zkr_multilock_free(ml);
     CU_ASSERT_TRUE(zkr_mutex_is_held(m));
     CU_ASSERT_EQUAL(zkr_mutex_release(m), ZKR_OK);
@@ -1194,7 +1227,7 @@ static void add_suites(void)
     CU_add_test(m, "a part's own error code, rollback", test_part_error_code);
     CU_add_test(m, "one deadline covers the whole acquire", test_single_deadline);
     CU_add_test(m, "release in reverse order", test_release_reverse_order);
-    CU_add_test(m, "free releases a held multi-lock's parts", test_free_releases);
+    CU_add_test(m, "free releases what the calling thread took through it, nothing else", test_free_releases);
     CU_add_test(m, "release: every part, first error reported", test_release_partial_failure);
     CU_add_test(m, "a part that must wait: the parts before it held, none after it queued", test_waits_in_order);
     CU_add_test(m, "the creates sent ahead lose their reply: every node adopted, none twice",

@@ -171,7 +171,8 @@ typedef struct zkr_client_options {
  * Returns ZKR_OK, ZKR_EINVAL (level outside 0..4: nothing changes). */
 ZKR_EXTERN int zkr_set_zk_log_level(int level);
 
-/* Fill `opt` with the defaults above and its size.  NULL is ignored.
+/* Fill `opt` with the defaults above and its size.  NULL, or a size too
+ * small to hold the size field itself, is ignored (nothing written).
  * zkr_client_options_init(opt) is a macro for
  * zkr_client_options_init_size(opt, sizeof(zkr_client_options_t)): the size of the struct
  * the program was built with, of which no more bytes are written.  (The
@@ -188,9 +189,10 @@ ZKR_EXTERN void zkr_client_options_init(zkr_client_options_t *opt);
  *   ZKR_OK          *out is the client (connected, credentials accepted,
  *                   chroot present; unless connect_timeout_ms < 0)
  *   ZKR_EINVAL      out or hosts NULL; hosts empty, too long, with an empty
- *                   entry, no port or a port outside 1..65535; opt->size not
- *                   this library's (options not made by
- *                   zkr_client_options_init of this version); bad chroot;
+ *                   entry, no port or a port outside 1..65535; opt->size
+ *                   not one this library reads (larger: a newer header's
+ *                   struct; smaller than 1.0's; not made by
+ *                   zkr_client_options_init); bad chroot;
  *                   session_timeout_ms outside 0 or
  *                   ZKR_SESSION_TIMEOUT_MIN_MS..MAX; zk_log_level outside
  *                   -1..4; auth_data NULL or auth_data_len < 0 with a

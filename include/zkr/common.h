@@ -90,17 +90,19 @@ typedef struct zkr_lock_ref {
  *    ZKR_EINVAL; getters return their neutral value (0, ZKR_HOLD_NONE,
  *    NULL).
  *  - *_free releases what the object itself holds (a mutex's and a
- *    read/write lock's holds in every thread, a semaphore mutex's, a
- *    multi-lock's parts held through it by the calling thread, a latch's
+ *    read/write lock's holds in every thread, a semaphore mutex's, the
+ *    calling thread's acquires through a multi-lock, a latch's
  *    or selector's place in the election, an observer's watch), then
  *    frees it.  Handles an object handed out (zkr_lease_t, zkr_hold_t)
  *    are objects of their own: each is released by its own call, also
  *    after the object that made it is freed.
  *  - Strings: a `const char *` the library returns is lent (valid as long
- *    as its declaration says; never free it); a string handed out through
- *    a `char **` out-parameter (every *_node_path getter,
- *    zkr_op_t.created) is the caller's, freed with zkr_free; arrays of
- *    strings with zkr_strings_free.
+ *    as its declaration says; never free it: zkr_hold_node_path and
+ *    zkr_lease_path lend theirs); a string handed out through a `char **`
+ *    out-parameter (the lock kinds' and leader recipes' *_node_path
+ *    getters, zkr_op_t.created) is the caller's, freed with zkr_free, and
+ *    the getter sets it to NULL first, so that it is NULL on any error;
+ *    arrays of strings with zkr_strings_free.
  *  - Which thread may release what:
  *        mutex, read/write lock (either half)   the thread that acquired
  *                                               it (holds are per thread)

@@ -41,8 +41,9 @@ typedef struct zkr_multilock zkr_multilock_t;
 ZKR_EXTERN int zkr_multilock_new(zkr_multilock_t **out, const zkr_lock_ref_t *locks, size_t n);
 
 /* Acquire every part in order within timeout_ms in total (< 0 forever,
- * 0 one try each).  Returns ZKR_OK, ZKR_EINVAL, or the first failing part's
- * code (ZKR_ETIMEDOUT, ZKR_ENEVER, ...) after releasing what was taken. */
+ * 0 one try each).  Returns ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM, or the first
+ * failing part's code (ZKR_ETIMEDOUT, ZKR_ENEVER, ...) after releasing
+ * what was taken. */
 ZKR_EXTERN int zkr_multilock_acquire(zkr_multilock_t *ml, int64_t timeout_ms);
 
 /* Release every part in reverse order.  Returns ZKR_OK, ZKR_EINVAL, or the
@@ -52,10 +53,11 @@ ZKR_EXTERN int zkr_multilock_release(zkr_multilock_t *ml);
 /* 1 if every part is held, else 0. */
 ZKR_EXTERN int zkr_multilock_is_held(zkr_multilock_t *ml);
 
-/* Free: if the calling thread holds every part (zkr_multilock_is_held),
- * they are released first, as every object's _free releases what it
- * holds.  The part objects stay (they are the caller's).  NULL is a
- * no-op. */
+/* Free: the acquires the calling thread made through this multi-lock and
+ * has not released are released first (as every object's _free releases
+ * what it holds).  Parts taken otherwise, and another thread's acquires
+ * through it, are left as they are.  The part objects stay (they are the
+ * caller's).  NULL is a no-op. */
 ZKR_EXTERN void zkr_multilock_free(zkr_multilock_t *ml);
 
 #ifdef __cplusplus
