@@ -145,7 +145,6 @@ static int holders_add(zkr_multilock_t *ml, int delta)
     size_t i = 0;
     while (i < ml->nholders && !pthread_equal(ml->holders[i].thread, self))
         i++;
-    int rc = 0;
     if (i == ml->nholders && delta > 0) {
         if (ml->nholders == ml->capholders) {
             size_t cap = ml->capholders ? 2 * ml->capholders : 4;
@@ -165,7 +164,7 @@ static int holders_add(zkr_multilock_t *ml, int delta)
             ml->holders[i] = ml->holders[--ml->nholders];
     }
     pthread_mutex_unlock(&ml->mu);
-    return rc;
+    return 0;
 }
 
 /* How many acquires the calling thread holds through ml. */
