@@ -315,7 +315,7 @@ int zkr__async_release(zkr_client_t *c, zkr__node_t *node, zkr_release_fn fn, vo
         return ZKR_ENOMEM;
     op->c = c;
     op->release = 1;
-    op->done = (zkr__async_done_t){deliver_release, 0, (void (*)(void))fn, ctx, 0};
+    op->done = (zkr__async_done_t){.deliver = deliver_release, .fn = (void (*)(void))fn, .ctx = ctx};
     op->taken = 1; /* nothing to cancel */
     /* Inside the client from the record's publication until its delete is
      * on its way: a close meanwhile waits, and then finds the delete in

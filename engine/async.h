@@ -47,6 +47,7 @@ struct zkr__async_done {
                           by the callback thread whatever the dispatch mode
                           (or by the closing thread), never by
                           zkr_client_dispatch */
+    uint64_t id;       /* the acquire's id (set by the engine) */
 };
 
 /* A blocking acquire: the same record, run by the client thread; the

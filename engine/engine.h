@@ -71,22 +71,18 @@ typedef struct zkr__node {
     zkr__track_t *track; /* set once the node grants a hold */
 } zkr__node_t;
 
-/* A lock object's hold listener, set and read under the object's mutex. */
-typedef struct zkr__hold_listener {
-    zkr_hold_fn fn;
-    void *ctx;
-} zkr__hold_listener_t;
-/* Returns ZKR_OK. */
-int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx);
+/* A lock object's hold listener (zkr__hold_listener_t, session/core.h),
+ * set and read under the object's mutex.  Returns ZKR_OK. */
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr__hold_listener_t v);
 zkr__hold_listener_t zkr__hold_listener_get(pthread_mutex_t *mu, const zkr__hold_listener_t *l);
 
 /* Tests only (never set by the library): called between "the node holds
  * the lock" and the hold's first state, where a connection can drop. */
 extern void (*zkr__test_grant_pause)(zkr_client_t *c);
 
-/* Start telling whether the hold this node grants is safe (fn may be NULL).
- * Returns ZKR_OK or ZKR_ENOMEM. */
-int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx);
+/* Start telling whether the hold this node grants is safe (hl may name
+ * nobody).  Returns ZKR_OK or ZKR_EINVAL (the node is not tracked). */
+int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr__hold_listener_t hl);
 /* The hold's state (ZKR_HOLD_NONE if not tracked). */
 zkr_hold_state_t zkr__node_hold_state(zkr_client_t *c, const zkr__node_t *node);
 

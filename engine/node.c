@@ -266,11 +266,10 @@ static int create_named(zkr_client_t *c, const char *path, const char *dir, int 
     return ZKR_EZOOKEEPER;
 }
 
-int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr_hold_fn fn, void *ctx)
+int zkr__hold_listener_set(pthread_mutex_t *mu, zkr__hold_listener_t *l, zkr__hold_listener_t v)
 {
     pthread_mutex_lock(mu);
-    l->fn = fn;
-    l->ctx = ctx;
+    *l = v;
     pthread_mutex_unlock(mu);
     return ZKR_OK;
 }
@@ -303,13 +302,13 @@ int zkr__node_create_named(zkr_client_t *c, const char *dir, const char *name, i
 
 void (*zkr__test_grant_pause)(zkr_client_t *c);
 
-int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr_hold_fn fn, void *ctx)
+int zkr__node_track(zkr_client_t *c, zkr__node_t *node, zkr__hold_listener_t hl)
 {
     if (!node->track)
         return ZKR_EINVAL;
     if (zkr__test_grant_pause)
         zkr__test_grant_pause(c); /* tests drop the connection here */
-    zkr__track_grant(c, node->track, fn, ctx);
+    zkr__track_grant(c, node->track, hl);
     return ZKR_OK;
 }
 

@@ -90,8 +90,7 @@ struct zkr__record {
     char *value;               /* the queue node's data (NULL: none) */
     int value_len;
     int max;
-    zkr_hold_fn hfn;
-    void *hctx;
+    zkr__hold_listener_t hl;
     atomic_int *speculate;     /* c->mu: semaphore, fixed count: send the
                                   lease ahead while locks/ was last found
                                   free (the object's; NULL once forgotten) */

@@ -231,7 +231,7 @@ static void grant(zkr_client_t *c, zkr__record_t *op)
     pthread_mutex_lock(&c->mu);
     int cancelled = op->cancel;
     pthread_mutex_unlock(&c->mu);
-    zkr__node_track(c, n, cancelled ? NULL : op->hfn, op->hctx);
+    zkr__node_track(c, n, cancelled ? (zkr__hold_listener_t){0} : op->hl);
     pthread_mutex_lock(&c->mu);
     op->granted = *n;
     memset(n, 0, sizeof *n);

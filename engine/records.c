@@ -257,8 +257,7 @@ zkr__record_t *zkr__record_new(const zkr__async_target_t *t, int64_t deadline)
         zkr__record_free(op);
         return NULL;
     }
-    op->hfn = t->hold.fn;
-    op->hctx = t->hold.ctx;
+    op->hl = t->hold;
     op->owner = t->owner;
     op->deadline = deadline;
     op->not_before = t->delay_ms > 0 ? zkr__now_ms() + t->delay_ms : 0;
@@ -321,8 +320,10 @@ int zkr__record_deliver_one_relocking(zkr_client_t *c, int which)
         zkr__node_delete_nowait(c, &node);
         rc = undo ? undo_rc : ZKR_ECANCELED;
     }
-    if (!detached)
+    if (!detached) {
+        op->done.id = op->id;
         op->done.deliver(c, rc, rc == ZKR_OK ? &node : NULL, &op->done);
+    }
     zkr__node_clear(&node); /* deliver moved it out, or it is empty */
     pthread_mutex_lock(&c->mu);
     op->delivering = 0;

@@ -36,8 +36,9 @@ static long long now_ms(void)
 }
 
 /* The completion: runs inside zkr_client_dispatch, on the loop's thread. */
-static void granted(int rc, zkr_hold_t *hold, void *ctx)
+static void granted(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     request_t *r = ctx;
     if (rc != ZKR_OK) {
         fprintf(stderr, "request %d: %s\n", r->id, zkr_strerror(rc));

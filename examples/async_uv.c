@@ -56,8 +56,9 @@ static void work_done(uv_timer_t *t)
     uv_close((uv_handle_t *)t, NULL);
 }
 
-static void granted(int rc, zkr_hold_t *hold, void *ctx)
+static void granted(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     request_t *r = ctx;
     if (rc != ZKR_OK) {
         fprintf(stderr, "request %d: %s\n", r->id, zkr_strerror(rc));

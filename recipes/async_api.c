@@ -56,9 +56,9 @@ static void deliver(zkr_client_t *c, int rc, zkr__node_t *node, const zkr__async
         }
     }
     if (d->kind == 0)
-        ((zkr_lease_acquire_fn)d->fn)(rc, result, d->ctx);
+        ((zkr_lease_acquire_fn)d->fn)(d->id, rc, result, d->ctx);
     else
-        ((zkr_acquire_fn)d->fn)(rc, result, d->ctx);
+        ((zkr_acquire_fn)d->fn)(d->id, rc, result, d->ctx);
 }
 
 int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_fn fn, void *ctx, uint64_t *id)
@@ -74,7 +74,7 @@ int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_f
         zkr__semaphore_async_target(zkr__semaphore_mutex_sem(ref.obj), &t);
     else
         zkr__rwlock_async_target(ref.obj, kind == ZKR__LK_WRITE, &t);
-    zkr__async_done_t d = {deliver, kind, (void (*)(void))fn, ctx, 0};
+    zkr__async_done_t d = {.deliver = deliver, .kind = kind, .fn = (void (*)(void))fn, .ctx = ctx, .on_client = 0};
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
@@ -86,7 +86,7 @@ int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_leas
     zkr__async_target_t t;
     memset(&t, 0, sizeof t);
     zkr__semaphore_async_target(s, &t);
-    zkr__async_done_t d = {deliver, 0, (void (*)(void))fn, ctx, 0};
+    zkr__async_done_t d = {.deliver = deliver, .kind = 0, .fn = (void (*)(void))fn, .ctx = ctx, .on_client = 0};
     return zkr__async_start(&t, timeout_ms, &d, id);
 }
 
@@ -99,7 +99,7 @@ int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *id, 
     if (!c || !fn || !zkr__path_valid(path) || !zkr__leader_id_ok(id))
         return ZKR_EINVAL;
     zkr__async_target_t t = {.c = c, .dir = path, .drv = &zkr__latch_driver, .data = id, .data_len = (int)strlen(id)};
-    zkr__async_done_t d = {deliver, ZKR__LK_LEADER, (void (*)(void))fn, ctx, 0};
+    zkr__async_done_t d = {.deliver = deliver, .kind = ZKR__LK_LEADER, .fn = (void (*)(void))fn, .ctx = ctx, .on_client = 0};
     return zkr__async_start(&t, timeout_ms, &d, aid);
 }
 
@@ -166,11 +166,17 @@ zkr_hold_state_t zkr_hold_state(const zkr_hold_t *hd)
     return zkr__node_hold_state(hd->c, &hd->node);
 }
 
-const char *zkr_hold_node_path(const zkr_hold_t *hd)
+int zkr_hold_node_path(const zkr_hold_t *hd, char **path)
 {
-    if (!hd)
-        return NULL;
-    return hd->lease ? zkr_lease_path(hd->lease) : hd->node.path;
+    if (path)
+        *path = NULL;
+    if (!hd || !path)
+        return ZKR_EINVAL;
+    if (hd->lease)
+        return zkr_lease_node_path(hd->lease, path);
+    if (!hd->node.path)
+        return ZKR_EINVAL;
+    return (*path = strdup(hd->node.path)) ? ZKR_OK : ZKR_ENOMEM;
 }
 
 int zkr__hold_guard(const zkr_hold_t *hd, int want_kind, zkr__guard_t *g)

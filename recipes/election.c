@@ -196,20 +196,33 @@ int zkr_election_leader(zkr_client_t *c, const char *path, zkr_election_kind_t k
 
 /* ---- telling a leadership listener ------------------------------------------ */
 
+static int has_listener(const zkr__leader_listener_t *w)
+{
+    return w->latch_fn || w->selector_fn;
+}
+
+static void leader_call(const zkr__leader_listener_t *w, int is_leader, int64_t token)
+{
+    if (w->latch_fn)
+        w->latch_fn(w->obj, is_leader, token, w->ctx);
+    else if (w->selector_fn)
+        w->selector_fn(w->obj, is_leader, token, w->ctx);
+}
+
 /* Client thread: one change, in the order told. */
 static void tell_run(zkr_client_t *c, void *arg, int type, const char *token)
 {
     (void)c;
     zkr__tell_t *t = arg;
     pthread_mutex_lock(t->mu);
-    zkr_leader_fn fn = t->muted ? NULL : t->fn;
-    void *ctx = t->ctx;
+    zkr__leader_listener_t who = t->who;
+    int call = !t->muted;
     t->calling = pthread_self();
     t->in_call = 1;
     t->seen = type;
     pthread_mutex_unlock(t->mu);
-    if (fn)
-        fn(type, token ? strtoll(token, NULL, 10) : 0, ctx);
+    if (call)
+        leader_call(&who, type, token ? strtoll(token, NULL, 10) : 0);
     pthread_mutex_lock(t->mu);
     t->in_call = 0;
     t->ran++;
@@ -232,7 +245,7 @@ void zkr__tell_locked(zkr__tell_t *t, int is_leader, int64_t token)
     if (t->told == is_leader)
         return;
     t->told = is_leader;
-    if (!t->fn)
+    if (!has_listener(&t->who))
         return;
     char buf[24];
     snprintf(buf, sizeof buf, "%" PRId64, is_leader ? token : 0);
@@ -258,16 +271,15 @@ void zkr__tell_finish(zkr__tell_t *t)
         zkr__sub_remove(t->c, t->sub);
         t->sub = NULL;
         pthread_mutex_lock(t->mu);
-        int tell = t->fn && !t->muted && t->ran < t->posted && t->seen != t->told;
-        zkr_leader_fn fn = t->fn;
-        void *ctx = t->ctx;
+        int tell = has_listener(&t->who) && !t->muted && t->ran < t->posted && t->seen != t->told;
+        zkr__leader_listener_t who = t->who;
         int state = t->told;
         int64_t token = t->told_token;
         t->seen = t->told;
         t->ran = t->posted;
         pthread_mutex_unlock(t->mu);
         if (tell)
-            fn(state, token, ctx);
+            leader_call(&who, state, token);
         return;
     }
     /* Everything told runs before it ends (a closing client drops what it

@@ -30,14 +30,21 @@ char *zkr__host_address(void);
  * (ZNONODE: gone; ZSYSTEMERROR: out of memory). */
 int zkr__participant_read(zhandle_t *zh, const char *path, watcher_fn w, void *wctx, zkr_participant_t *out);
 
-/* Telling a leadership listener (zkr_leader_fn) on the client thread, in
- * order, only changes.  The fields are guarded by the owner's *mu. */
+/* A leadership listener: a latch's or a selector's, told obj. */
+typedef struct zkr__leader_listener {
+    zkr_latch_fn latch_fn;
+    zkr_selector_fn selector_fn;
+    void *obj;
+    void *ctx;
+} zkr__leader_listener_t;
+
+/* Telling a leadership listener on the client thread, in order, only
+ * changes.  The fields are guarded by the owner's *mu. */
 typedef struct zkr__tell {
     zkr_client_t *c;
     pthread_mutex_t *mu;
     pthread_cond_t *cond; /* broadcast when a call has run */
-    zkr_leader_fn fn;
-    void *ctx;
+    zkr__leader_listener_t who; /* nobody: both functions NULL */
     void *sub;
     int told;             /* the last state told (0 at first): posted once
                              started (fn is fixed by then) */
@@ -82,7 +89,7 @@ typedef struct zkr__seat {
 int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char *data,
                    const zkr__driver_t *drv);
 /* Before start: ZKR_OK, ZKR_ESTATE. */
-int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx);
+int zkr__seat_set_listener(zkr__seat_t *s, zkr__leader_listener_t who);
 /* The pause before joining again after rc (0 at once for our node gone
  * the first time, longer each time; counted in attempts).  mu held. */
 int64_t zkr__seat_retry_ms(zkr__seat_t *s, int rc);

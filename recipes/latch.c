@@ -51,9 +51,10 @@ int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy)
     return rc;
 }
 
-int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx)
+int zkr_latch_set_listener(zkr_latch_t *l, zkr_latch_fn fn, void *ctx)
 {
-    return l ? zkr__seat_set_listener(&l->seat, fn, ctx) : ZKR_EINVAL;
+    return l ? zkr__seat_set_listener(&l->seat, (zkr__leader_listener_t){.latch_fn = fn, .obj = l, .ctx = ctx})
+             : ZKR_EINVAL;
 }
 
 /* The latch has no thread of its own: it queues with an acquire on the
@@ -88,8 +89,9 @@ static void look_locked(zkr_latch_t *l)
 }
 
 /* The hold's state changed (callback thread). */
-static void latch_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
+static void latch_hold_fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)
 {
+    (void)lock;
     (void)state;
     zkr_latch_t *l = ctx;
     pthread_mutex_lock(&l->seat.mu);
@@ -129,8 +131,8 @@ static int join_locked(zkr_latch_t *l, int64_t delay_ms)
 {
     zkr__seat_t *s = &l->seat;
     zkr__async_target_t t = {.c = s->c, .dir = s->path, .drv = s->drv, .owner = l, .data = s->data,
-                             .data_len = (int)strlen(s->data), .hold = {latch_hold_fn, l}, .delay_ms = delay_ms};
-    zkr__async_done_t d = {latch_deliver, 0, NULL, l, 1};
+                             .data_len = (int)strlen(s->data), .hold = {.fn = latch_hold_fn, .ctx = l}, .delay_ms = delay_ms};
+    zkr__async_done_t d = {.deliver = latch_deliver, .kind = 0, .fn = NULL, .ctx = l, .on_client = 1};
     int rc = zkr__async_start(&t, -1, &d, NULL);
     if (rc == ZKR_OK)
         l->acquiring = 1;

@@ -119,6 +119,11 @@ const char *zkr_lock_kind(zkr_lock_ref_t r)
     return ops ? ops->kind : "invalid";
 }
 
+int zkr_lock_ref_equal(zkr_lock_ref_t a, zkr_lock_ref_t b)
+{
+    return a.ops == b.ops && a.obj == b.obj;
+}
+
 /* ---- multi-lock ------------------------------------------------------------ */
 
 /* A thread's acquires through a multi-lock not yet released. */

@@ -206,8 +206,7 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
     pthread_mutex_lock(&m->mu);
     zkr_revoke_fn rfn = m->revoke_fn;
     void *rctx = m->revoke_ctx;
-    zkr_hold_fn hfn = m->hold.fn;
-    void *hctx = m->hold.ctx;
+    zkr__hold_listener_t hl = m->hold;
     pthread_mutex_unlock(&m->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -217,7 +216,7 @@ int zkr_mutex_acquire(zkr_mutex_t *m, int64_t timeout_ms)
         free(h);
         return rc;
     }
-    rc = zkr__queue_acquire(m->c, m->path, &mutex_driver, (zkr__hold_listener_t){hfn, hctx}, deadline, &h->node);
+    rc = zkr__queue_acquire(m->c, m->path, &mutex_driver, hl, deadline, &h->node);
     revoke_watch_t *rw = NULL;
     if (rc == ZKR_OK && rfn && !(rw = revoke_new(m, h->node.path, rfn, rctx))) {
         zkr__node_delete(m->c, &h->node);
@@ -267,7 +266,8 @@ int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
 {
     if (!m)
         return ZKR_EINVAL;
-    return zkr__hold_listener_set(&m->mu, &m->hold, fn, ctx);
+    return zkr__hold_listener_set(&m->mu, &m->hold,
+                                  (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_mutex_ref(m), .owner = m});
 }
 
 zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)
@@ -324,6 +324,7 @@ void zkr_mutex_free(zkr_mutex_t *m)
     if (!m)
         return;
     zkr__async_forget(m->c, m);
+    zkr__tracks_forget(m->c, m); /* asynchronous holds outlive it */
     zkr__hold_t *h;
     while ((h = zkr__holds_pop(&m->holds)))
         hold_release(m, h);

@@ -182,7 +182,7 @@ static void on_event(zkr_client_t *c, void *arg, int type, const char *path)
     pthread_mutex_unlock(&o->mu);
     if (!ch)
         return;
-    o->fn(ch->leader, o->ctx);
+    o->fn(o, ch->leader, o->ctx);
     zkr_participants_free(ch->leader, ch->leader ? 1 : 0);
     free(ch);
 }

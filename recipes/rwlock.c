@@ -132,8 +132,8 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             return ZKR_ENOMEM;
         }
     }
-    zkr_hold_fn hfn = l->hold.fn;
-    void *hctx = l->hold.ctx;
+    zkr__hold_listener_t hl = l->hold;
+    hl.lock = writer ? zkr_rwlock_write_ref(l) : zkr_rwlock_read_ref(l);
     pthread_mutex_unlock(&l->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -160,13 +160,13 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             rc = ZKR_ESESSIONLOST;
         }
         /* (a named node, not an acquire: its hold begins here) */
-        if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hfn, hctx) != ZKR_OK) {
+        if (rc == ZKR_OK && zkr__node_track(l->c, &h->node, hl) != ZKR_OK) {
             zkr__node_delete(l->c, &h->node);
             rc = ZKR_ENOMEM;
         }
     } else {
         rc = zkr__queue_acquire(l->c, l->path, writer ? &zkr__write_driver : &zkr__read_driver,
-                                (zkr__hold_listener_t){hfn, hctx}, deadline, &h->node);
+                                hl, deadline, &h->node);
     }
     zkr__client_leave(l->c);
     free(write_path);
@@ -233,7 +233,8 @@ int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
 {
     if (!l)
         return ZKR_EINVAL;
-    return zkr__hold_listener_set(&l->mu, &l->hold, fn, ctx);
+    /* .lock is set at each acquire: the half acquired */
+    return zkr__hold_listener_set(&l->mu, &l->hold, (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .owner = l});
 }
 
 static zkr_hold_state_t half_state(zkr_rwlock_t *l, zkr__holds_t *hs)
@@ -294,6 +295,7 @@ void zkr_rwlock_free(zkr_rwlock_t *l)
     if (!l)
         return;
     zkr__async_forget(l->c, l);
+    zkr__tracks_forget(l->c, l); /* asynchronous holds outlive it */
     zkr__hold_t *h;
     while ((h = zkr__holds_pop(&l->reads)))
         hold_free(l->c, h);
@@ -312,5 +314,6 @@ void zkr__rwlock_async_target(zkr_rwlock_t *l, int writer, zkr__async_target_t *
     t->dir = l->path;
     t->drv = writer ? &zkr__write_driver : &zkr__read_driver;
     t->hold = zkr__hold_listener_get(&l->mu, &l->hold);
+    t->hold.lock = writer ? zkr_rwlock_write_ref(l) : zkr_rwlock_read_ref(l);
     t->owner = l;
 }

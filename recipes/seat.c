@@ -43,28 +43,24 @@ int zkr__seat_init(zkr__seat_t *s, zkr_client_t *c, const char *path, const char
     return ZKR_OK;
 }
 
-int zkr__seat_set_listener(zkr__seat_t *s, zkr_leader_fn fn, void *ctx)
+int zkr__seat_set_listener(zkr__seat_t *s, zkr__leader_listener_t who)
 {
     /* Any time until closed: the next change is told to it (what was told
      * before is not told again; zkr_*_has_leadership says where it
      * stands).  The client thread reads fn under s->mu. */
     pthread_mutex_lock(&s->mu);
     int rc = s->closed ? ZKR_ESTATE : ZKR_OK;
-    if (rc == ZKR_OK) {
-        s->tell.fn = fn;
-        s->tell.ctx = ctx;
-    }
+    if (rc == ZKR_OK)
+        s->tell.who = who;
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
 static int tell_start(zkr__seat_t *s)
 {
-    zkr_leader_fn fn = s->tell.fn;
-    void *ctx = s->tell.ctx;
+    zkr__leader_listener_t who = s->tell.who;
     int rc = zkr__tell_init(&s->tell, s->c, &s->mu, &s->cond);
-    s->tell.fn = fn;
-    s->tell.ctx = ctx;
+    s->tell.who = who;
     return rc;
 }
 
@@ -101,8 +97,9 @@ void zkr__seat_wait_locked(zkr__seat_t *s, int64_t deadline)
 }
 
 /* The hold's state changed (client thread): the seat's thread looks. */
-static void seat_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
+static void seat_hold_fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)
 {
+    (void)lock;
     (void)state;
     (void)node_path;
     zkr__seat_t *s = ctx;
@@ -118,7 +115,7 @@ int zkr__seat_take(zkr__seat_t *s)
     if (rc != ZKR_OK)
         return rc;
     zkr__async_target_t t = {.c = s->c, .dir = s->path, .drv = s->drv, .owner = s, .data = s->data,
-                             .data_len = (int)strlen(s->data), .hold = {seat_hold_fn, s}};
+                             .data_len = (int)strlen(s->data), .hold = {.fn = seat_hold_fn, .ctx = s}};
     rc = zkr__acquire(&t, INT64_MAX, &node); /* zkr__seat_close cancels it */
     zkr__client_leave(s->c);
     if (rc == ZKR_OK) {

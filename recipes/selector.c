@@ -57,9 +57,10 @@ int zkr_selector_set_auto_requeue(zkr_selector_t *s, int on)
     return ZKR_OK;
 }
 
-int zkr_selector_set_listener(zkr_selector_t *s, zkr_leader_fn fn, void *ctx)
+int zkr_selector_set_listener(zkr_selector_t *s, zkr_selector_fn fn, void *ctx)
 {
-    return s ? zkr__seat_set_listener(&s->seat, fn, ctx) : ZKR_EINVAL;
+    return s ? zkr__seat_set_listener(&s->seat, (zkr__leader_listener_t){.selector_fn = fn, .obj = s, .ctx = ctx})
+             : ZKR_EINVAL;
 }
 
 /* seat.mu held. */

@@ -104,6 +104,7 @@ void zkr_semaphore_free(zkr_semaphore_t *s)
 {
     if (s) {
         zkr__async_forget(s->c, s);
+        zkr__tracks_forget(s->c, s); /* its leases outlive it */
         sem_destroy(s);
     }
 }
@@ -147,11 +148,12 @@ static int acquire_one(zkr_semaphore_t *s, int64_t deadline, zkr_lease_t **out)
     return ZKR_OK;
 }
 
-int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ctx)
+int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_lease_fn fn, void *ctx)
 {
     if (!s)
         return ZKR_EINVAL;
-    return zkr__hold_listener_set(&s->mu, &s->hold, fn, ctx);
+    return zkr__hold_listener_set(&s->mu, &s->hold,
+                                  (zkr__hold_listener_t){.lease_fn = fn, .ctx = ctx, .sem = s, .owner = s});
 }
 
 zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *l)
@@ -233,9 +235,13 @@ int zkr_lease_release_all(zkr_lease_t **leases, size_t n)
     return first;
 }
 
-const char *zkr_lease_path(const zkr_lease_t *l)
+int zkr_lease_node_path(const zkr_lease_t *l, char **path)
 {
-    return l ? l->node.path : NULL;
+    if (path)
+        *path = NULL;
+    if (!l || !path || !l->node.path)
+        return ZKR_EINVAL;
+    return (*path = strdup(l->node.path)) ? ZKR_OK : ZKR_ENOMEM;
 }
 
 int zkr_lease_fencing_token(const zkr_lease_t *l, int64_t *token)
@@ -408,7 +414,12 @@ int zkr__semaphore_mutex_guard(zkr_semaphore_mutex_t *m, zkr__guard_t *g)
 
 int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx)
 {
-    return m ? zkr_semaphore_set_hold_listener(m->sem, fn, ctx) : ZKR_EINVAL;
+    if (!m)
+        return ZKR_EINVAL;
+    /* the semaphore of one lease carries it (and its free turns it off) */
+    return zkr__hold_listener_set(
+        &m->sem->mu, &m->sem->hold,
+        (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_semaphore_mutex_ref(m), .owner = m->sem});
 }
 
 int zkr_semaphore_mutex_node_path(zkr_semaphore_mutex_t *m, char **path)
@@ -480,6 +491,11 @@ zkr_lease_t *zkr__lease_wrap(zkr_client_t *c, zkr__node_t *node)
 }
 
 /* ---- the names of 0.2.0, for one release (docs/versioning.md) ---------------- */
+
+const char *zkr_lease_path(const zkr_lease_t *l)
+{
+    return l ? l->node.path : NULL;
+}
 
 int zkr_lease_return(zkr_lease_t *l)
 {

@@ -10,6 +10,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include "zkr/client.h"
+#include "zkr/semaphore.h"
 #include "util/util.h"
 
 /* A ZooKeeper handle with a use count.  A recipe takes a reference for as
@@ -242,6 +243,18 @@ int zkr__client_wait_session(zkr_client_t *c, int64_t session, int64_t deadline)
 
 typedef struct zkr__track zkr__track_t;
 
+/* Who is told about a hold: a lock's listener (fn, told `lock`), a
+ * semaphore's (lease_fn, told `sem`), or nobody (both NULL).  owner is the
+ * object whose *_free turns it off (zkr__tracks_forget). */
+typedef struct zkr__hold_listener {
+    zkr_hold_fn fn;
+    zkr_lease_fn lease_fn;
+    void *ctx;
+    zkr_lock_ref_t lock;
+    zkr_semaphore_t *sem;
+    const void *owner;
+} zkr__hold_listener_t;
+
 /* Track the node at `path` that `session` just created; `waiter` (or 0) is
  * woken if someone else is seen deleting it (see zkr__track_set_waiter).
  * A node that holds, or is next in line (granted on its predecessor's
@@ -264,7 +277,11 @@ int zkr__track_add(zkr_client_t *c, const char *path, int64_t session, uint64_t 
  * gone; the listener is told at once if it does not start SAFE (an acquire
  * that returned ZKR_OK implies SAFE).  fn may be NULL (poll only): such a
  * hold changes state exactly like the others. */
-void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx);
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr__hold_listener_t hl);
+/* The object `owner` is being freed: holds whose listener it set tell
+ * nothing more; after it returns no such listener is running (unless
+ * called from one).  NULL is a no-op. */
+void zkr__tracks_forget(zkr_client_t *c, const void *owner);
 /* The node is next in line: it will be granted when the one node before it
  * goes, without a listing; it gets its self watch (above).  c->mu held.
  * NULL: no-op. */

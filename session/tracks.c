@@ -47,8 +47,7 @@ struct zkr__track {
     zkr_hold_state_t told; /* what the listener was last told (SAFE at grant) */
     int doubt_untold;      /* it was IN_DOUBT since the listener was last
                               told: told so first, even if SAFE again */
-    zkr_hold_fn fn;
-    void *ctx;
+    zkr__hold_listener_t hl;
     int removed;           /* unlinked during its own callback: runner frees */
     struct zkr__track *prev, *next;
     struct zkr__track *wprev, *wnext; /* the nodes awaiting their self
@@ -272,12 +271,11 @@ int64_t zkr__tracks_watch_locked(zkr_client_t *c)
     return next;
 }
 
-void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr_hold_fn fn, void *ctx)
+void zkr__track_grant(zkr_client_t *c, zkr__track_t *t, zkr__hold_listener_t hl)
 {
     pthread_mutex_lock(&c->mu);
     zkr__session_process_locked(c); /* the hold begins in the state the C client knows */
-    t->fn = fn;
-    t->ctx = ctx;
+    t->hl = hl;
     t->held = 1;
     t->state = initial_state_locked(c, t);
     if (t->state != t->told) {
@@ -328,7 +326,7 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t)
     else
         c->tracks_tail = t->prev;
     t->prev = t->next = NULL;
-    t->fn = NULL;
+    memset(&t->hl, 0, sizeof t->hl);
     zkr_hold_state_t st = t->state;
     int inside = zkr__callback_wait_relocking(c, t);
     if (inside)
@@ -441,13 +439,15 @@ int zkr__tracks_notify_relocking(zkr_client_t *c)
             st = ZKR_HOLD_IN_DOUBT;
         t->doubt_untold = 0;
         t->told = st;
-        if (!t->fn)
+        if (!t->hl.fn && !t->hl.lease_fn)
             continue;
-        zkr_hold_fn fn = t->fn;
-        void *ctx = t->ctx;
+        zkr__hold_listener_t hl = t->hl;
         zkr__callback_begin_locked(c, t);
         pthread_mutex_unlock(&c->mu);
-        fn(st, t->path, ctx);
+        if (hl.fn)
+            hl.fn(hl.lock, st, t->path, hl.ctx);
+        else
+            hl.lease_fn(hl.sem, st, t->path, hl.ctx);
         pthread_mutex_lock(&c->mu);
         zkr__callback_end_locked(c);
         if (t->removed)
@@ -455,6 +455,31 @@ int zkr__tracks_notify_relocking(zkr_client_t *c)
         called = 1;
     }
     return called;
+}
+
+void zkr__tracks_forget(zkr_client_t *c, const void *owner)
+{
+    if (!owner)
+        return;
+    pthread_mutex_lock(&c->mu);
+    for (zkr__track_t *t = c->tracks; t;) {
+        if (t->hl.owner != owner) {
+            t = t->next;
+            continue;
+        }
+        memset(&t->hl, 0, sizeof t->hl);
+        /* A call in progress ends before the object goes (from inside it,
+         * it is the caller's own).  The wait lets go of c->mu, and the
+         * list may change meanwhile: look again from the start (the
+         * tracks seen have no owner now). */
+        if (c->calling == t && !zkr__client_on_own_thread(c)) {
+            zkr__callback_wait_relocking(c, t);
+            t = c->tracks;
+        } else {
+            t = t->next;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
 void zkr__tracks_free(zkr_client_t *c)

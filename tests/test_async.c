@@ -35,11 +35,13 @@ typedef struct rec {
     zkr_lease_t *lease;
     int order;       /* position among completions (FIFO test) */
     int *seq;        /* shared counter of completions */
+    uint64_t id;     /* the acquire id the completion was told */
 } rec_t;
 
-static void on_hold(int rc, zkr_hold_t *hold, void *ctx)
+static void on_hold(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
     rec_t *r = ctx;
+    r->id = acquire_id;
     r->calls++;
     r->rc = rc;
     r->hold = hold;
@@ -47,9 +49,10 @@ static void on_hold(int rc, zkr_hold_t *hold, void *ctx)
         r->order = (*r->seq)++;
 }
 
-static void on_lease(int rc, zkr_lease_t *lease, void *ctx)
+static void on_lease(uint64_t acquire_id, int rc, zkr_lease_t *lease, void *ctx)
 {
     rec_t *r = ctx;
+    r->id = acquire_id;
     r->calls++;
     r->rc = rc;
     r->lease = lease;
@@ -219,6 +222,7 @@ static void one_kind(int kind)
     CU_ASSERT_EQUAL(r.calls, 0); /* never inside the call */
     CU_ASSERT(pump_until(c, &r, WAIT_MS));
     CU_ASSERT_EQUAL(r.rc, ZKR_OK);
+    CU_ASSERT_EQUAL(r.id, id); /* the completion is told which acquire */
     if (kind == K_LEASE) {
         CU_ASSERT_PTR_NOT_NULL(r.lease);
     } else {
@@ -227,7 +231,11 @@ static void one_kind(int kind)
         CU_ASSERT_EQUAL(zkr_hold_fencing_token(r.hold, &tok), ZKR_OK);
         CU_ASSERT(tok > 0);
         CU_ASSERT_EQUAL(zkr_hold_state(r.hold), ZKR_HOLD_SAFE);
-        CU_ASSERT_PTR_NOT_NULL(zkr_hold_node_path(r.hold));
+        char *np = NULL;
+        CU_ASSERT_EQUAL(zkr_hold_node_path(r.hold, &np), ZKR_OK); /* a copy: the caller's */
+        CU_ASSERT_PTR_NOT_NULL(np);
+        CU_ASSERT_EQUAL(nodes_under(zh, kind, path), 1);
+        zkr_free(np);
         CU_ASSERT_STRING_EQUAL(zkr_hold_kind(r.hold), kind_names[kind]);
     }
     CU_ASSERT_EQUAL(zkr_async_cancel(c, id), ZKR_ENOTFOUND); /* delivered: too late */
@@ -326,7 +334,9 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_client_set_dispatch(NULL, ZKR_DISPATCH_LOOP), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_hold_release(NULL), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_hold_state(NULL), ZKR_HOLD_NONE);
-    CU_ASSERT_PTR_NULL(zkr_hold_node_path(NULL));
+    char *np = (char *)1;
+    CU_ASSERT_EQUAL(zkr_hold_node_path(NULL, &np), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(np);
     CU_ASSERT_STRING_EQUAL(zkr_hold_kind(NULL), "invalid");
     int64_t tok;
     CU_ASSERT_EQUAL(zkr_hold_fencing_token(NULL, &tok), ZKR_EINVAL);
@@ -592,8 +602,9 @@ typedef struct thr_rec {
     zkr_hold_t *hold;
 } thr_rec_t;
 
-static void on_thread(int rc, zkr_hold_t *hold, void *ctx)
+static void on_thread(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     thr_rec_t *t = ctx;
     t->thread = pthread_self();
     t->hold = hold;
@@ -835,8 +846,9 @@ static void on_release_ignored(int rc, void *ctx)
     (void)ctx;
 }
 
-static void on_stamp(int rc, zkr_hold_t *hold, void *ctx)
+static void on_stamp(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     stamp_t *s = ctx;
     atomic_store(&s->at, (long long)zkt_now_ms());
     atomic_store(&s->rc, rc);

@@ -248,8 +248,9 @@ typedef struct async_end {
     atomic_int rc;
 } async_end_t;
 
-static void async_end_fn(int rc, zkr_hold_t *hold, void *ctx)
+static void async_end_fn(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     async_end_t *e = ctx;
     atomic_store(&e->rc, rc);
     atomic_fetch_add(&e->calls, 1);
@@ -744,14 +745,21 @@ typedef struct heard {
     int n;
 } heard_t;
 
-static void heard_fn(zkr_hold_state_t st, const char *node, void *ctx)
+static void heard_fn(zkr_lock_ref_t lock, zkr_hold_state_t st, const char *node, void *ctx)
 {
+    (void)lock;
     (void)node;
     heard_t *h = ctx;
     pthread_mutex_lock(&h->mu);
     if (h->n < 16)
         h->s[h->n++] = st;
     pthread_mutex_unlock(&h->mu);
+}
+
+static void heard_fn_lease(zkr_semaphore_t *sem, zkr_hold_state_t st, const char *path, void *ctx)
+{
+    (void)sem;
+    heard_fn((zkr_lock_ref_t){0}, st, path, ctx);
 }
 
 static int heard_two(void *ctx)
@@ -789,7 +797,7 @@ static void test_grant_while_down(void)
             zkr_rwlock_set_hold_listener(rw, heard_fn, &h);
             rc = k == 1 ? zkr_rwlock_read_acquire(rw, 10000) : zkr_rwlock_write_acquire(rw, 10000);
         } else if (k == 3 && zkr_semaphore_new(&s, c, path, 2) == ZKR_OK) {
-            zkr_semaphore_set_hold_listener(s, heard_fn, &h);
+            zkr_semaphore_set_hold_listener(s, heard_fn_lease, &h);
             rc = zkr_semaphore_acquire(s, 10000, &lease);
         } else if (k == 4 && zkr_semaphore_mutex_new(&sm, c, path) == ZKR_OK) {
             zkr_semaphore_mutex_set_hold_listener(sm, heard_fn, &h);

@@ -26,8 +26,9 @@ typedef struct told {
     atomic_llong first_doubt_ms;
 } told_t;
 
-static void told_fn(zkr_hold_state_t st, const char *path, void *ctx)
+static void told_fn(zkr_lock_ref_t lock, zkr_hold_state_t st, const char *path, void *ctx)
 {
+    (void)lock;
     (void)path;
     told_t *t = ctx;
     int i = atomic_fetch_add(&t->n, 1);
@@ -36,6 +37,12 @@ static void told_fn(zkr_hold_state_t st, const char *path, void *ctx)
     long long zero = 0;
     if (st != ZKR_HOLD_SAFE)
         atomic_compare_exchange_strong(&t->first_doubt_ms, &zero, (long long)zkt_now_ms());
+}
+
+static void told_fn_lease(zkr_semaphore_t *sem, zkr_hold_state_t st, const char *path, void *ctx)
+{
+    (void)sem;
+    told_fn((zkr_lock_ref_t){0}, st, path, ctx);
 }
 
 typedef struct told_want {
@@ -384,7 +391,7 @@ static void test_forced_expiry_all_kinds(void)
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, a, ps, 1), ZKR_OK);
     zkr_mutex_set_hold_listener(m, told_fn, &tm);
     zkr_rwlock_set_hold_listener(rw, told_fn, &tr);
-    zkr_semaphore_set_hold_listener(s, told_fn, &ts);
+    zkr_semaphore_set_hold_listener(s, told_fn_lease, &ts);
     zkr_lease_t *lease = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_mutex_acquire(m, 5000), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_rwlock_write_acquire(rw, 5000), ZKR_OK);
@@ -591,8 +598,9 @@ typedef struct shared {
 static shared_t *sh;
 static _Atomic(record_t *) current_hold;
 
-static void worker_told(zkr_hold_state_t st, const char *path, void *ctx)
+static void worker_told(zkr_lock_ref_t lock, zkr_hold_state_t st, const char *path, void *ctx)
 {
+    (void)lock;
     (void)path;
     (void)ctx;
     record_t *r = atomic_load(&current_hold);
@@ -600,6 +608,12 @@ static void worker_told(zkr_hold_state_t st, const char *path, void *ctx)
         long long zero = 0;
         atomic_compare_exchange_strong(&r->doubt_ms, &zero, (long long)zkt_now_ms());
     }
+}
+
+static void worker_told_lease(zkr_semaphore_t *sem, zkr_hold_state_t st, const char *path, void *ctx)
+{
+    (void)sem;
+    worker_told((zkr_lock_ref_t){0}, st, path, ctx);
 }
 
 /* What a worker holds: a lock through the common interface, or a lease of
@@ -665,7 +679,7 @@ static void worker(int id, int kind, const char *hosts, const char *path, int se
     } else if (kind == KIND_SEMAPHORE) {
         rc = zkr_semaphore_new(&l.sem, c, path, SEM_LEASES);
         if (rc == ZKR_OK)
-            rc = zkr_semaphore_set_hold_listener(l.sem, worker_told, NULL);
+            rc = zkr_semaphore_set_hold_listener(l.sem, worker_told_lease, NULL);
     } else {
         rc = zkr_rwlock_new(&l.rw, c, path);
         if (rc == ZKR_OK)

@@ -46,7 +46,8 @@ static void lk_new(lk_t *l, kind_t k, int write, zkr_client_t *c, const char *pa
     CU_ASSERT_EQUAL_FATAL(rc, ZKR_OK);
 }
 
-static int lk_set_listener(lk_t *l, zkr_hold_fn fn, void *ctx)
+/* A lock's listener, or a semaphore's (lfn). */
+static int lk_set_listener(lk_t *l, zkr_hold_fn fn, zkr_lease_fn lfn, void *ctx)
 {
     if (l->m)
         return zkr_mutex_set_hold_listener(l->m, fn, ctx);
@@ -54,7 +55,7 @@ static int lk_set_listener(lk_t *l, zkr_hold_fn fn, void *ctx)
         return zkr_rwlock_set_hold_listener(l->rw, fn, ctx);
     if (l->sm)
         return zkr_semaphore_mutex_set_hold_listener(l->sm, fn, ctx);
-    return zkr_semaphore_set_hold_listener(l->s, fn, ctx);
+    return zkr_semaphore_set_hold_listener(l->s, lfn, ctx);
 }
 
 static zkr_lock_ref_t lk_ref(lk_t *l)
@@ -157,15 +158,32 @@ typedef struct told {
     atomic_int lost;
     atomic_llong lost_at;
     atomic_int calls;
+    zkr_lock_ref_t lock;    /* the object each call must be told */
+    zkr_semaphore_t *sem;
+    atomic_int wrong;       /* calls told another object, or no node */
 } told_t;
 
-static void told_fn(zkr_hold_state_t s, const char *node, void *ctx)
+static void told_note(told_t *t, zkr_hold_state_t s)
 {
-    (void)node;
-    told_t *t = ctx;
     atomic_fetch_add(&t->calls, 1);
     if (s == ZKR_HOLD_LOST && atomic_fetch_add(&t->lost, 1) == 0)
         atomic_store(&t->lost_at, zkt_now_ms());
+}
+
+static void told_fn(zkr_lock_ref_t lock, zkr_hold_state_t s, const char *node, void *ctx)
+{
+    told_t *t = ctx;
+    if (!zkr_lock_ref_equal(lock, t->lock) || t->sem || !node)
+        atomic_fetch_add(&t->wrong, 1);
+    told_note(t, s);
+}
+
+static void told_lease(zkr_semaphore_t *sem, zkr_hold_state_t s, const char *node, void *ctx)
+{
+    told_t *t = ctx;
+    if (sem != t->sem || !sem || !node)
+        atomic_fetch_add(&t->wrong, 1);
+    told_note(t, s);
 }
 
 static int int_set(void *p)
@@ -223,7 +241,11 @@ static void outside_delete_holder(kind_t k)
     lk_new(&b, k, k == K_READ, cb, path);
     told_t told;
     memset(&told, 0, sizeof told);
-    CU_ASSERT_EQUAL(lk_set_listener(&a, told_fn, &told), ZKR_OK);
+    if (a.s)
+        told.sem = a.s;
+    else
+        told.lock = lk_ref(&a);
+    CU_ASSERT_EQUAL(lk_set_listener(&a, told_fn, told_lease, &told), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(lk_acquire(&a, 5000), ZKR_OK);
     int64_t ta = lk_token(&a);
     waiter_t w;
@@ -241,6 +263,7 @@ static void outside_delete_holder(kind_t k)
     CU_ASSERT_EQUAL(lk_state(&a), ZKR_HOLD_LOST);
     CU_ASSERT_FALSE(lk_is_held(&a));
     CU_ASSERT_EQUAL(atomic_load(&told.calls), 1); /* one notification */
+    CU_ASSERT_EQUAL(atomic_load(&told.wrong), 0); /* about the object it was set on */
     /* The next holder gets in, with a larger token. */
     pthread_join(w.tid, NULL);
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);

@@ -55,8 +55,9 @@ static void told_init(told_t *t)
     pthread_mutex_init(&t->mu, NULL);
 }
 
-static void on_leader(int is_leader, int64_t token, void *ctx)
+static void on_leader(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     told_t *t = ctx;
     pthread_mutex_lock(&t->mu);
     if (t->n < 64) {
@@ -65,6 +66,12 @@ static void on_leader(int is_leader, int64_t token, void *ctx)
         t->n++;
     }
     pthread_mutex_unlock(&t->mu);
+}
+
+static void on_leader_sel(zkr_selector_t *sel, int is_leader, int64_t token, void *ctx)
+{
+    (void)sel;
+    on_leader(NULL, is_leader, token, ctx);
 }
 
 static int told_count(told_t *t)
@@ -795,7 +802,7 @@ static void test_selector_told_to_stop(void)
     CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&s, c, path, "one", block_until_stop, &st), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_selector_interrupt(s), ZKR_ENOTLEADER);
     CU_ASSERT_EQUAL(zkr_selector_requeue(s), ZKR_ESTATE);
-    CU_ASSERT_EQUAL(zkr_selector_set_listener(s, on_leader, &t), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_selector_set_listener(s, on_leader_sel, &t), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_selector_start(s), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(inside_one, &st, WAIT_MS));
     CU_ASSERT_EQUAL(zkr_selector_interrupt(s), ZKR_OK);
@@ -830,8 +837,9 @@ typedef struct term_done {
     zkr_hold_t *hold;
 } term_done_t;
 
-static void on_term(int rc, zkr_hold_t *hold, void *ctx)
+static void on_term(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     term_done_t *d = ctx;
     d->rc = rc;
     d->hold = hold;
@@ -851,7 +859,10 @@ static void test_async_term(void)
     CU_ASSERT_TRUE(zkt_wait_for(zkt_flag_set, &a.done, WAIT_MS));
     CU_ASSERT_EQUAL_FATAL(a.rc, ZKR_OK);
     CU_ASSERT_STRING_EQUAL(zkr_hold_kind(a.hold), "leader");
-    CU_ASSERT_TRUE(protected_name(base_of(zkr_hold_node_path(a.hold)), "latch-"));
+    char *np = NULL;
+    CU_ASSERT_EQUAL(zkr_hold_node_path(a.hold, &np), ZKR_OK);
+    CU_ASSERT_TRUE(np && protected_name(base_of(np), "latch-"));
+    zkr_free(np);
     CU_ASSERT_EQUAL(zkr_hold_state(a.hold), ZKR_HOLD_SAFE);
     CU_ASSERT_EQUAL(zkr_leader_acquire_async(c, path, "b", -1, on_term, &b, &idb), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_leader_acquire_async(c, path, "d", -1, on_term, &d, &idd), ZKR_OK);
@@ -891,8 +902,9 @@ typedef struct seen {
     int64_t token[32];
 } seen_t;
 
-static void on_observe(const zkr_participant_t *leader, void *ctx)
+static void on_observe(zkr_observer_t *observer, const zkr_participant_t *leader, void *ctx)
 {
+    (void)observer;
     seen_t *s = ctx;
     pthread_mutex_lock(&s->mu);
     if (s->n < 32) {
@@ -1175,8 +1187,9 @@ typedef struct inside {
     atomic_int rc, done;
 } inside_t;
 
-static void close_from_listener(int is_leader, int64_t token, void *ctx)
+static void close_from_listener(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     (void)token;
     inside_t *in = ctx;
     if (is_leader && !atomic_load(&in->done)) {
@@ -1277,8 +1290,9 @@ static void dummy_take(zkr_selector_t *s, int64_t token, void *ctx)
     (void)ctx;
 }
 
-static void dummy_observe(const zkr_participant_t *leader, void *ctx)
+static void dummy_observe(zkr_observer_t *observer, const zkr_participant_t *leader, void *ctx)
 {
+    (void)observer;
     (void)leader;
     (void)ctx;
 }

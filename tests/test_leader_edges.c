@@ -118,8 +118,9 @@ typedef struct seen_leader {
     size_t last_len;
 } seen_leader_t;
 
-static void on_observe(const zkr_participant_t *leader, void *ctx)
+static void on_observe(zkr_observer_t *observer, const zkr_participant_t *leader, void *ctx)
 {
+    (void)observer;
     seen_leader_t *s = ctx;
     pthread_mutex_lock(&s->mu);
     s->calls++;
@@ -228,11 +229,18 @@ typedef struct victim {
     atomic_int closed, rc;
 } victim_t;
 
-static void on_victim(int is_leader, int64_t token, void *ctx)
+static void on_victim(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     (void)token;
     victim_t *v = ctx;
     atomic_fetch_add(is_leader ? &v->told_leader : &v->told_not_leader, 1);
+}
+
+static void on_victim_sel(zkr_selector_t *sel, int is_leader, int64_t token, void *ctx)
+{
+    (void)sel;
+    on_victim(NULL, is_leader, token, ctx);
 }
 
 static void close_victim(victim_t *v)
@@ -243,15 +251,17 @@ static void close_victim(victim_t *v)
     atomic_store(&v->rc, rc + 1000); /* 1000: returned ZKR_OK */
 }
 
-static void closer_listener(int is_leader, int64_t token, void *ctx)
+static void closer_listener(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     (void)token;
     if (is_leader)
         close_victim(ctx);
 }
 
-static void closer_observer(const zkr_participant_t *leader, void *ctx)
+static void closer_observer(zkr_observer_t *observer, const zkr_participant_t *leader, void *ctx)
 {
+    (void)observer;
     if (leader)
         close_victim(ctx);
 }
@@ -278,7 +288,7 @@ static void close_from_callback(int kind)
     memset(&v, 0, sizeof v);
     if (kind == 1) {
         CU_ASSERT_EQUAL_FATAL(zkr_selector_new(&v.sel, c, vpath, "v", idle_take, NULL), ZKR_OK);
-        CU_ASSERT_EQUAL(zkr_selector_set_listener(v.sel, on_victim, &v), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_selector_set_listener(v.sel, on_victim_sel, &v), ZKR_OK);
         CU_ASSERT_EQUAL(zkr_selector_start(v.sel), ZKR_OK);
     } else {
         CU_ASSERT_EQUAL_FATAL(zkr_latch_new(&v.latch, c, vpath, "v"), ZKR_OK);

@@ -206,8 +206,9 @@ static void on_state(zkr_client_t *c, zkr_state_t st, void *ctx)
 }
 
 /* The latch's listener; ctx is the latch's generation. */
-static void on_latch(int is_leader, int64_t token, void *ctx)
+static void on_latch(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     int gen = (int)(intptr_t)ctx;
     pthread_mutex_lock(&me.mu);
     if (gen != me.gen) {
@@ -284,8 +285,9 @@ static void latch_worker(const char *path, int64_t life_end)
     }
 }
 
-static void on_selector(int is_leader, int64_t token, void *ctx)
+static void on_selector(zkr_selector_t *sel, int is_leader, int64_t token, void *ctx)
 {
+    (void)sel;
     (void)token;
     (void)ctx;
     atomic_fetch_add(&sh->w[me.id].sel_told[is_leader != 0], 1);

@@ -168,8 +168,9 @@ typedef struct cpart {
     _Atomic int64_t token;
 } cpart_t;
 
-static void on_latch(int is_leader, int64_t token, void *ctx)
+static void on_latch(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     cpart_t *p = ctx;
     if (is_leader) {
         atomic_store(&p->token, token);
@@ -252,8 +253,9 @@ typedef struct cobs {
     int ntokens;
 } cobs_t;
 
-static void on_observe(const zkr_participant_t *leader, void *ctx)
+static void on_observe(zkr_observer_t *observer, const zkr_participant_t *leader, void *ctx)
 {
+    (void)observer;
     cobs_t *o = ctx;
     pthread_mutex_lock(&o->mu);
     const char *now = leader ? leader->id : "-";
@@ -625,8 +627,9 @@ typedef struct aterm {
     zkr_hold_t *hold;
 } aterm_t;
 
-static void on_term(int rc, zkr_hold_t *hold, void *ctx)
+static void on_term(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     aterm_t *a = ctx;
     a->rc = rc;
     a->hold = hold;

@@ -142,8 +142,9 @@ typedef struct sem_round {
     int nleases;
 } sem_round_t;
 
-static void sem_done(int rc, zkr_lease_t *lease, void *ctx)
+static void sem_done(uint64_t acquire_id, int rc, zkr_lease_t *lease, void *ctx)
 {
+    (void)acquire_id;
     sem_round_t *r = ctx;
     pthread_mutex_lock(&r->mu);
     if (rc == ZKR_OK && lease && r->nleases < SEM_K)
@@ -264,8 +265,9 @@ typedef struct rel_race {
     int spin;            /* us before the release */
 } rel_race_t;
 
-static void rel_acquired(int rc, zkr_hold_t *hold, void *ctx)
+static void rel_acquired(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     rel_race_t *r = ctx;
     r->acquire_rc = rc;
     r->hold = hold;
@@ -597,8 +599,9 @@ static zkr_hold_t *tid_hold;
 
 /* A completion in ZKR_DISPATCH_THREAD mode runs on the client's own
  * thread (the client thread before the fix, the callback thread after). */
-static void record_thread(int rc, zkr_hold_t *hold, void *ctx)
+static void record_thread(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     (void)ctx;
     tid_hold = rc == ZKR_OK ? hold : NULL;
     cb_thread = pthread_self();

@@ -165,16 +165,18 @@ typedef struct arec {
     zkr_lease_t *lease;
 } arec_t;
 
-static void on_hold(int rc, zkr_hold_t *hold, void *ctx)
+static void on_hold(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     arec_t *r = ctx;
     r->rc = rc;
     r->hold = hold;
     atomic_fetch_add(&r->calls, 1);
 }
 
-static void on_lease(int rc, zkr_lease_t *lease, void *ctx)
+static void on_lease(uint64_t acquire_id, int rc, zkr_lease_t *lease, void *ctx)
 {
+    (void)acquire_id;
     arec_t *r = ctx;
     r->rc = rc;
     r->lease = lease;

@@ -171,8 +171,9 @@ typedef struct async_done {
     zkr_hold_t *hold;
 } async_done_t;
 
-static void async_fn(int rc, zkr_hold_t *hold, void *ctx)
+static void async_fn(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     async_done_t *d = ctx;
     d->rc = rc;
     d->hold = hold;
@@ -620,8 +621,9 @@ typedef struct blocker {
     atomic_int told;
 } blocker_t;
 
-static void blocking_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
+static void blocking_hold_fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)
 {
+    (void)lock;
     (void)node_path;
     blocker_t *b = ctx;
     if (state != ZKR_HOLD_LOST || atomic_exchange(&b->told, 1))
@@ -639,8 +641,9 @@ typedef struct lost_rec {
     atomic_llong t_lost;
 } lost_rec_t;
 
-static void lost_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
+static void lost_hold_fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)
 {
+    (void)lock;
     (void)node_path;
     lost_rec_t *l = ctx;
     if (state == ZKR_HOLD_LOST) {
@@ -847,8 +850,9 @@ static void slow_state_fn(zkr_client_t *c, zkr_state_t state, void *ctx)
     atomic_store(&s->sleeping, 0);
 }
 
-static void rec_hold_fn(zkr_hold_state_t state, const char *node_path, void *ctx)
+static void rec_hold_fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)
 {
+    (void)lock;
     (void)node_path;
     rec_add(ctx, (int)state);
 }

@@ -49,6 +49,15 @@ static void dirs_of(sem_dirs_t *d, const char *path)
 }
 
 /* 1 if the children of dir are exactly the basenames of paths[0..n). */
+/* The lease's node path: the caller's (zkr_free). */
+static char *lease_path(const zkr_lease_t *l)
+{
+    char *p = NULL;
+    CU_ASSERT_EQUAL(zkr_lease_node_path(l, &p), ZKR_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    return p;
+}
+
 static int children_are(zhandle_t *zh, const char *dir, const char *const *paths, int n)
 {
     struct String_vector sv = {0, NULL};
@@ -218,7 +227,7 @@ static void test_acquire_n(void)
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(a, 2, 5000, theirs), ZKR_OK);
     CU_ASSERT_PTR_NOT_NULL_FATAL(theirs[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(theirs[1]);
-    const char *their_paths[2] = {zkr_lease_path(theirs[0]), zkr_lease_path(theirs[1])};
+    char *their_paths[2] = {lease_path(theirs[0]), lease_path(theirs[1])};
     CU_ASSERT_STRING_NOT_EQUAL(their_paths[0], their_paths[1]);
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 2);
 
@@ -241,7 +250,7 @@ static void test_acquire_n(void)
     CU_ASSERT_PTR_NULL(ours[0]);
     CU_ASSERT_PTR_NULL(ours[1]);
     CU_ASSERT_PTR_NULL(ours[2]);
-    CU_ASSERT(children_are(zh, d.leases, their_paths, 2));
+    CU_ASSERT(children_are(zh, d.leases, (const char *const *)their_paths, 2));
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
 
     /* Participants: every lease, in order. */
@@ -271,7 +280,7 @@ static void test_acquire_n(void)
     CU_ASSERT_EQUAL(zkr_lease_release_all(two, 2), ZKR_OK);
     CU_ASSERT_PTR_NULL(two[0]);
     CU_ASSERT_PTR_NULL(two[1]);
-    CU_ASSERT(children_are(zh, d.leases, their_paths, 2));
+    CU_ASSERT(children_are(zh, d.leases, (const char *const *)their_paths, 2));
 
     /* Leases outlive the semaphore object that made them. */
     zkr_semaphore_free(a);
@@ -284,6 +293,8 @@ static void test_acquire_n(void)
     zkr_client_close(ca);
     zkr_client_close(cb);
     zkt_raw_close(zh);
+    zkr_free(their_paths[0]);
+    zkr_free(their_paths[1]);
 }
 
 /* ---- shared count -------------------------------------------------------------------------------- */
@@ -522,7 +533,7 @@ static void test_no_orphans(void)
     zkr_lease_t *la = NULL, *lb = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(a, 5000, &la), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(b, 5000, &lb), ZKR_OK);
-    const char *held[2] = {zkr_lease_path(la), zkr_lease_path(lb)};
+    char *held[2] = {lease_path(la), lease_path(lb)};
 
     zkr_client_t *wc[TO_THREADS];
     to_worker_t w[TO_THREADS];
@@ -540,7 +551,7 @@ static void test_no_orphans(void)
         CU_ASSERT_EQUAL(w[i].leaked, 0);
     }
     /* Exactly the holders' leases; nobody left in locks/. */
-    CU_ASSERT(children_are(zh, d.leases, held, 2));
+    CU_ASSERT(children_are(zh, d.leases, (const char *const *)held, 2));
     CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
 
     /* And the semaphore still works for the ones that timed out. */
@@ -561,6 +572,8 @@ static void test_no_orphans(void)
     zkr_client_close(ca);
     zkr_client_close(cb);
     zkt_raw_close(zh);
+    zkr_free(held[0]);
+    zkr_free(held[1]);
 }
 
 /* ---- a lease made ahead of locks/ is withdrawn while another holds locks/ ----------------- */
@@ -634,11 +647,12 @@ static void test_speculative_lease_withdrawn(void)
     pthread_join(w.tid, NULL);
     CU_ASSERT_EQUAL(w.rc, ZKR_OK);
     if (w.rc == ZKR_OK) {
-        const char *lp = zkr_lease_path(w.lease);
+        char *lp = lease_path(w.lease);
         /* 0 was the holder's; 1 the lease made ahead and withdrawn */
         CU_ASSERT_TRUE(strlen(lp) > 10 && strcmp(lp + strlen(lp) - 10, "0000000002") == 0);
-        const char *held[1] = {lp};
-        CU_ASSERT(children_are(zh, d.leases, held, 1));
+        char *held[1] = {lp};
+        CU_ASSERT(children_are(zh, d.leases, (const char *const *)held, 1));
+        zkr_free(lp);
         CU_ASSERT_TRUE(zkt_wait_children(zh, d.locks, 0, 5000)); /* (its delete is not waited for) */
         CU_ASSERT_EQUAL(zkr_lease_release(w.lease), ZKR_OK);
     }
@@ -649,8 +663,9 @@ static void test_speculative_lease_withdrawn(void)
     CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_semaphore_acquire(w.s, 5000, &l), ZKR_OK);
     if (l) {
-        const char *lp = zkr_lease_path(l);
+        char *lp = lease_path(l);
         CU_ASSERT_TRUE(strlen(lp) > 10 && strcmp(lp + strlen(lp) - 10, "0000000004") == 0);
+        zkr_free(lp);
         CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_OK);
     }
     CU_ASSERT_EQUAL(zkt_count_children(zh, d.leases), 0);
@@ -912,7 +927,9 @@ static void test_bad_arguments(void)
     CU_ASSERT_EQUAL(zkr_lease_release(NULL), ZKR_EINVAL); /* as every release */
     CU_ASSERT_EQUAL(zkr_lease_release_all(NULL, 1), ZKR_EINVAL);
     CU_ASSERT_EQUAL(zkr_lease_hold_state(NULL), ZKR_HOLD_NONE);
-    CU_ASSERT_PTR_NULL(zkr_lease_path(NULL));
+    char *np = (char *)1;
+    CU_ASSERT_EQUAL(zkr_lease_node_path(NULL, &np), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(np);
     CU_ASSERT_EQUAL(zkr_lease_fencing_token(NULL, &tok), ZKR_EINVAL);
     zkr_semaphore_free(NULL);
     CU_ASSERT_EQUAL(zkr_semaphore_mutex_acquire(NULL, 0), ZKR_EINVAL);
@@ -982,6 +999,11 @@ static void test_old_names(void)
     zkr_lease_t *ls[3] = {NULL, NULL, NULL};
     CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire_n(s, 3, 5000, ls), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_lease_return(NULL), ZKR_OK);
+    CU_ASSERT_PTR_NULL(zkr_lease_path(NULL));
+    char *copy = NULL;
+    CU_ASSERT_EQUAL(zkr_lease_node_path(ls[0], &copy), ZKR_OK);
+    CU_ASSERT_STRING_EQUAL(zkr_lease_path(ls[0]), copy); /* lent, the same path */
+    zkr_free(copy);
     CU_ASSERT_EQUAL(zkr_lease_return(ls[0]), ZKR_OK);
     atomic_int done = 0;
     CU_ASSERT_EQUAL(zkr_lease_return_async(ls[1], release_done, &done), ZKR_OK);

@@ -47,16 +47,23 @@ typedef struct tool {
 
 /* ---- listeners: log, record and wake the main thread, nothing else -------------- */
 
-static void on_hold(zkr_hold_state_t s, const char *node, void *ctx)
+static void on_hold(zkr_lock_ref_t lock, zkr_hold_state_t s, const char *node, void *ctx)
 {
     (void)ctx;
-    zkrl_vlog("hold %s: %s", node, zkr_hold_state_name(s));
+    zkrl_vlog("hold of %s %s: %s", zkr_lock_kind(lock), node, zkr_hold_state_name(s));
     zkrl_event(ZKRL_EV_HOLD, (int)s);
 }
 
-static void on_leader(int is_leader, int64_t token, void *ctx)
+static void on_lease(zkr_semaphore_t *sem, zkr_hold_state_t s, const char *node, void *ctx)
 {
-    (void)ctx;
+    (void)sem, (void)ctx;
+    zkrl_vlog("hold of lease %s: %s", node, zkr_hold_state_name(s));
+    zkrl_event(ZKRL_EV_HOLD, (int)s);
+}
+
+static void on_leader(zkr_latch_t *l, int is_leader, int64_t token, void *ctx)
+{
+    (void)l, (void)ctx;
     if (is_leader)
         zkrl_vlog("leader (fencing token %" PRId64 ")", token);
     else
@@ -128,11 +135,11 @@ static int lock_new(tool_t *t)
     case ZKRL_SEMAPHORE:
     case ZKRL_SEMAPHORE_MUTEX:
         /* The semaphore mutex is a semaphore of one lease, node for node
-         * (Curator's InterProcessSemaphoreMutex); the lease API also tells
-         * the node's path, which zkr_semaphore_mutex does not. */
+         * (Curator's InterProcessSemaphoreMutex): one lease API serves
+         * both. */
         if ((rc = zkr_semaphore_new(&t->sem, t->c, o->path, o->kind == ZKRL_SEMAPHORE ? o->leases : 1)) != ZKR_OK)
             return rc;
-        return zkr_semaphore_set_hold_listener(t->sem, on_hold, t);
+        return zkr_semaphore_set_hold_listener(t->sem, on_lease, t);
     default:
         if ((rc = zkr_mutex_new(&t->m, t->c, o->path)) != ZKR_OK)
             return rc;
@@ -181,43 +188,15 @@ static int64_t lock_token(tool_t *t)
     return rc == ZKR_OK ? token : -1;
 }
 
-/* --leader: our node, the participant whose token is this term's. */
-static char *leader_node(tool_t *t)
-{
-    zkr_participant_t *ps = NULL;
-    size_t n = 0;
-    char *node = NULL;
-    if (zkr_election_participants(t->c, t->o.path, ZKR_ELECTION_LATCH, &ps, &n) != ZKR_OK)
-        return NULL;
-    for (size_t i = 0; i < n && !node; i++)
-        if (ps[i].token == t->term_token)
-            node = strdup(ps[i].node_path);
-    zkr_participants_free(ps, n);
-    return node;
-}
-
-/* Our node's full path (malloc'd), or NULL if it cannot be told. */
-static char *lock_node(tool_t *t, int64_t token)
+/* Our node's full path (the caller's: zkr_free), or NULL if it cannot be
+ * told. */
+static char *lock_node(tool_t *t)
 {
     char *node = NULL;
-    if (t->latch)
-        return leader_node(t);
-    if (t->sem)
-        return zkr_lease_path(t->lease) ? strdup(zkr_lease_path(t->lease)) : NULL;
-    if (t->m)
-        return zkr_mutex_node_path(t->m, &node) == ZKR_OK ? node : NULL;
-    /* rwlock: the API has no node path; a writer holding the lock is first
-     * in lock order, a reader is found by its token (czxid) */
-    char **paths = NULL;
-    size_t n = 0;
-    if (zkr_rwlock_participants(t->rw, &paths, &n) != ZKR_OK)
-        return NULL;
-    if (t->o.kind == ZKRL_WRITE && n > 0)
-        node = strdup(paths[0]);
-    else
-        node = zkrl_node_by_token(&t->o, paths, n, token);
-    zkr_strings_free(paths, n);
-    return node;
+    int rc = t->latch ? zkr_latch_node_path(t->latch, &node)
+             : t->sem ? zkr_lease_node_path(t->lease, &node)
+                      : zkr_lock_node_path(t->ref, &node);
+    return rc == ZKR_OK ? node : NULL;
 }
 
 static int lock_release(tool_t *t)
@@ -466,20 +445,20 @@ static int run_command(tool_t *t, const sigset_t *mask)
 {
     const zkrl_opts_t *o = &t->o;
     int64_t token = lock_token(t);
-    char *node = lock_node(t, token);
+    char *node = lock_node(t);
     char *env[5] = {NULL, NULL, NULL, NULL, NULL};
     if (asprintf(&env[0], "ZKR_LOCK_PATH=%s", o->path) < 0 ||
         asprintf(&env[1], "ZKR_LOCK_NODE=%s", node ? node : "") < 0 ||
         asprintf(&env[2], "ZKR_FENCING_TOKEN=%" PRId64, token) < 0 ||
         (t->latch && asprintf(&env[3], "ZKR_LEADER_ID=%s", t->id) < 0)) {
         zkrl_err("out of memory");
-        free(node);
+        zkr_free(node);
         for (int i = 0; i < 4; i++)
             free(env[i]);
         return ZKRL_EX_SOFTWARE;
     }
     zkrl_vlog("acquired %s: node %s, fencing token %" PRId64, o->path, node ? node : "?", token);
-    free(node);
+    zkr_free(node);
 
     watch_t w;
     memset(&w, 0, sizeof w);

@@ -138,7 +138,5 @@ int zkrl_zh_wait(zhandle_t *zh, int64_t timeout_ms);
 zhandle_t *zkrl_raw_open(const zkrl_opts_t *o);
 /* --print: returns the exit code. */
 int zkrl_print(const zkrl_opts_t *o, zkr_client_t *c);
-/* The node among paths[] whose czxid is token (malloc'd), or NULL. */
-char *zkrl_node_by_token(const zkrl_opts_t *o, char **paths, size_t n, int64_t token);
 
 #endif

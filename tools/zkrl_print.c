@@ -57,21 +57,6 @@ zhandle_t *zkrl_raw_open(const zkrl_opts_t *o)
     return zh;
 }
 
-char *zkrl_node_by_token(const zkrl_opts_t *o, char **paths, size_t n, int64_t token)
-{
-    zhandle_t *zh = zkrl_raw_open(o);
-    if (!zh)
-        return NULL;
-    char *found = NULL;
-    for (size_t i = 0; i < n && !found; i++) {
-        struct Stat st;
-        if (zoo_exists(zh, paths[i], 0, &st) == ZOK && st.czxid == token)
-            found = strdup(paths[i]);
-    }
-    zookeeper_close(zh);
-    return found;
-}
-
 /* Length of the well-formed UTF-8 sequence at p (n bytes left) that is
  * not a C1 control (U+0080..U+009F, which terminals may act on), or 0. */
 static size_t utf8_printable(const unsigned char *p, size_t n)

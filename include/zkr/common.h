@@ -55,10 +55,6 @@ typedef enum zkr_hold_state {
     ZKR_HOLD_LOST = 3
 } zkr_hold_state_t;
 
-/* Called on the client's callback thread whenever a hold changes state (SAFE ->
- * IN_DOUBT -> SAFE again, or -> LOST), with the hold's node path. */
-typedef void (*zkr_hold_fn)(zkr_hold_state_t state, const char *node_path, void *ctx);
-
 /* Completion of an asynchronous release: rc is what the blocking release
  * would have returned (ZKR_OK: the node is gone, or its delete could not be
  * answered in time and is finished in the background; ZKR_ELOST: the hold
@@ -74,6 +70,35 @@ typedef struct zkr_lock_ref {
     const void *ops; /* which kind (opaque) */
     void *obj;       /* the lock object */
 } zkr_lock_ref_t;
+
+/* A lock's hold listener (zkr_mutex_set_hold_listener,
+ * zkr_rwlock_set_hold_listener, zkr_semaphore_mutex_set_hold_listener):
+ * called on the client's callback thread whenever a hold of that lock
+ * changes state (SAFE -> IN_DOUBT -> SAFE again, or -> LOST).  lock is the
+ * lock the hold is of (for a read/write lock, its read or write half: compare
+ * with zkr_lock_ref_equal), node_path the hold's node (valid during the call).
+ * The lock object is valid during the call: its *_free turns its listener
+ * off and waits for a call in progress (also for asynchronous holds that
+ * outlive it). */
+typedef void (*zkr_hold_fn)(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx);
+
+/* 1.0.0 changed what some callbacks receive (their object first, ctx
+ * last).  In C, passing a function of the 0.2.0 type is only a warning,
+ * and the call would then go wrong at run time; so each call that takes
+ * such a callback is checked at compile time, and a function of another
+ * type fails the build with a message naming the type expected (NEWS,
+ * "Migrating to 1.0").  NULL passes. */
+#if !defined(__cplusplus) && !defined(ZKR_BUILDING) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ZKR__CHECKS 1
+#define ZKR__CHECK_FN(fn, type, msg)                                                                      \
+    ((void)sizeof(struct {                                                                                \
+        _Static_assert(_Generic((fn), type: 1, void *: 1, default: 0), "zkrecipes 1.0: " msg " (NEWS)"); \
+        int zkr__unused;                                                                                  \
+    }))
+#define ZKR__CHECKED(fn, type, msg, call) (ZKR__CHECK_FN(fn, type, msg), call)
+#else
+#define ZKR__CHECKED(fn, type, msg, call) (call)
+#endif
 
 /* Conventions of the whole API (also in zkrecipes(7), CONVENTIONS):
  *
@@ -97,10 +122,9 @@ typedef struct zkr_lock_ref {
  *    are objects of their own: each is released by its own call, also
  *    after the object that made it is freed.
  *  - Strings: a `const char *` the library returns is lent (valid as long
- *    as its declaration says; never free it: zkr_hold_node_path and
- *    zkr_lease_path lend theirs); a string handed out through a `char **`
- *    out-parameter (the lock kinds' and leader recipes' *_node_path
- *    getters, zkr_op_t.created) is the caller's, freed with zkr_free, and
+ *    as its declaration says; never free it: names, zkr_version,
+ *    zkr_strerror); a string handed out through a `char **` out-parameter
+ *    (every *_node_path getter, zkr_op_t.created) is the caller's, freed with zkr_free, and
  *    the getter sets it to NULL first, so that it is NULL on any error;
  *    arrays of strings with zkr_strings_free.
  *  - Which thread may release what:
@@ -113,9 +137,16 @@ typedef struct zkr_lock_ref {
  *    zkr_*_is_held and zkr_lock_is_held answer for the same holder: the
  *    calling thread (mutex, read/write lock), the object (semaphore
  *    mutex).
+ *  - Callbacks get the object they are about first and ctx last: a hold
+ *    listener its lock (zkr_hold_fn) or semaphore (zkr_lease_fn), a
+ *    leadership listener its latch or selector, an observer's function
+ *    its observer, a state listener its client, an asynchronous
+ *    acquire's completion the acquire's id and, granted, the hold or
+ *    lease.  The object is valid during the call.
  *  - Listeners (state, leadership, hold) may be set at any time and are
  *    told what happens after the call; nothing is told again.  A hold
- *    keeps the hold listener its object had when the hold was granted.
+ *    keeps the hold listener its object had when the hold was granted,
+ *    until the object is freed.
  *  - Process-wide settings are set by process-wide functions
  *    (zkr_set_zk_log_level), never by a client's options. */
 

@@ -21,8 +21,9 @@ typedef struct zkr_hold zkr_hold_t;
  * node with it, was lost while waiting), ZKR_ECLOSED (the client closed),
  * ZKR_EDELETED (another session deleted our node), ZKR_ENOAUTH, ZKR_ENOMEM,
  * ZKR_ENONODE (the lock's parent could not be created), ZKR_EZOOKEEPER.
- * hold is NULL unless rc is ZKR_OK. */
-typedef void (*zkr_acquire_fn)(int rc, zkr_hold_t *hold, void *ctx);
+ * hold is NULL unless rc is ZKR_OK.  acquire_id is the acquire's id (the
+ * one the starting call stored in *acquire_id). */
+typedef void (*zkr_acquire_fn)(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx);
 
 /* Release a hold granted asynchronously and free it (from any thread, once).
  * Returns like the kind's release: ZKR_OK, ZKR_ELOST (the hold had been lost
@@ -49,8 +50,10 @@ ZKR_EXTERN int zkr_hold_fencing_token(const zkr_hold_t *hold, int64_t *token);
 /* The hold's state (SAFE, IN_DOUBT, LOST); ZKR_HOLD_NONE for NULL. */
 ZKR_EXTERN zkr_hold_state_t zkr_hold_state(const zkr_hold_t *hold);
 
-/* The hold's node path (owned by the hold); NULL for NULL. */
-ZKR_EXTERN const char *zkr_hold_node_path(const zkr_hold_t *hold);
+/* The hold's node path: *path is the caller's (zkr_free), as for every
+ * *_node_path getter (0.2.0 returned a string the hold lent).  Returns
+ * ZKR_OK, ZKR_EINVAL (NULL argument; *path NULL), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_hold_node_path(const zkr_hold_t *hold, char **path);
 
 /* The hold's kind: "mutex", "semaphore-mutex", "read", "write", "leader"
  * (zkr_leader_acquire_async); "invalid" for NULL. */

@@ -118,16 +118,21 @@ typedef enum zkr_leader_policy {
     ZKR_LEADER_POLICY_SESSION = 1   /* LOST only */
 } zkr_leader_policy_t;
 
-/* Told each change of leadership of a latch or selector, on the client's
- * callback thread, in order, never twice the same: is_leader 1 with the
- * term's fencing token, or 0 (token 0).  May block (it delays only the
- * callbacks after it) and may call the library (not zkr_client_close, nor
- * zkr_latch_free / zkr_selector_free on the object it is told about). */
-typedef void (*zkr_leader_fn)(int is_leader, int64_t token, void *ctx);
+typedef struct zkr_latch zkr_latch_t;
+typedef struct zkr_selector zkr_selector_t;
+
+/* Leadership listeners (zkr_latch_set_listener, zkr_selector_set_listener):
+ * told each change of leadership of their latch or selector, on the
+ * client's callback thread, in order, never twice the same: is_leader 1
+ * with the term's fencing token, or 0 (token 0).  May block (it delays
+ * only the callbacks after it) and may call the library (not
+ * zkr_client_close, nor zkr_latch_free / zkr_selector_free on the object
+ * it is told about). */
+typedef void (*zkr_latch_fn)(zkr_latch_t *l, int is_leader, int64_t token, void *ctx);
+typedef void (*zkr_selector_fn)(zkr_selector_t *s, int is_leader, int64_t token, void *ctx);
 
 /* ---- LeaderLatch ---------------------------------------------------------- */
 
-typedef struct zkr_latch zkr_latch_t;
 
 /* A latch on `path` for participant `participant_id` (NULL means "", Curator's
  * default id: zero bytes of data).  Nothing is sent.  Returns ZKR_OK,
@@ -144,7 +149,11 @@ ZKR_EXTERN int zkr_latch_set_policy(zkr_latch_t *l, zkr_leader_policy_t policy);
  * call (nothing is told again: zkr_latch_has_leadership says where the
  * latch stands).  Returns ZKR_OK, ZKR_EINVAL (l NULL), ZKR_ESTATE
  * (closed). */
-ZKR_EXTERN int zkr_latch_set_listener(zkr_latch_t *l, zkr_leader_fn fn, void *ctx);
+ZKR_EXTERN int zkr_latch_set_listener(zkr_latch_t *l, zkr_latch_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_latch_set_listener(l, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_latch_fn, "a latch listener is void fn(zkr_latch_t *l, int is_leader, int64_t token, void *ctx)", zkr_latch_set_listener(l, fn, ctx))
+#endif
 
 /* Join the election (once): returns at once; the client's callback thread creates
  * the node and takes part (a latch costs no thread of its own).  Returns
@@ -219,7 +228,6 @@ ZKR_EXTERN void zkr_latch_free(zkr_latch_t *l);
 
 /* ---- LeaderSelector ------------------------------------------------------- */
 
-typedef struct zkr_selector zkr_selector_t;
 
 /* The program's leadership: runs on the selector's thread while the
  * selector holds the mutex; leadership ends when it returns (the mutex is
@@ -248,7 +256,11 @@ ZKR_EXTERN int zkr_selector_set_auto_requeue(zkr_selector_t *s, int on);
  * "not leader" once it has returned, on the client's callback thread; set
  * any time, told the changes after the call (as zkr_latch_set_listener).
  * Returns ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (closed). */
-ZKR_EXTERN int zkr_selector_set_listener(zkr_selector_t *s, zkr_leader_fn fn, void *ctx);
+ZKR_EXTERN int zkr_selector_set_listener(zkr_selector_t *s, zkr_selector_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_selector_set_listener(s, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_selector_fn, "a selector listener is void fn(zkr_selector_t *s, int is_leader, int64_t token, void *ctx)", zkr_selector_set_listener(s, fn, ctx))
+#endif
 
 /* Queue for leadership (once; the selector's thread starts).  Returns
  * ZKR_OK, ZKR_EINVAL, ZKR_ESTATE (started before, or closed), ZKR_ECLOSED,
@@ -306,7 +318,7 @@ ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
 
 /* Join the latch election at `path` with `participant_id` (as zkr_latch_new) and be
  * told, as a completion (see zkr/async.h: on dispatch, exactly once), when
- * this participant leads: zkr_acquire_fn(rc, hold, ctx) with rc ZKR_OK and
+ * this participant leads: zkr_acquire_fn(acquire_id, rc, hold, ctx) with rc ZKR_OK and
  * a hold of kind "leader" (token: zkr_hold_fencing_token; state:
  * zkr_hold_state; guarded writes: zkr_hold_guarded_write; proclaim:
  * zkr_hold_proclaim), or the codes of zkr_lock_acquire_async's completion.
@@ -316,17 +328,23 @@ ZKR_EXTERN void zkr_selector_free(zkr_selector_t *s);
  * (NULL c or fn, bad path, bad id), ZKR_ECLOSED, ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_leader_acquire_async(zkr_client_t *c, const char *path, const char *participant_id,
                                         int64_t timeout_ms, zkr_acquire_fn fn, void *ctx, uint64_t *acquire_id);
+#ifdef ZKR__CHECKS
+#define zkr_leader_acquire_async(c, path, participant_id, timeout_ms, fn, ctx, acquire_id) \
+    ZKR__CHECKED(fn, zkr_acquire_fn, "the completion is void fn(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)", zkr_leader_acquire_async(c, path, participant_id, timeout_ms, fn, ctx, acquire_id))
+#endif
 
 
 /* ---- observing ------------------------------------------------------------ */
 
 typedef struct zkr_observer zkr_observer_t;
 
-/* Told each change of leader on the client's callback thread: leader NULL when
- * nobody leads (or the path is gone), else the leader (valid during the
- * call only).  A change is a new leader node or a new value proclaimed
- * in it.  The first call tells the leader found at the start. */
-typedef void (*zkr_observe_fn)(const zkr_participant_t *leader, void *ctx);
+/* Told each change of leader on the client's callback thread: o is the
+ * observer (the first call may come before zkr_observer_new has
+ * returned), leader NULL when nobody leads (or the path is gone), else
+ * the leader (valid during the call only).  A change is a new leader node
+ * or a new value proclaimed in it.  The first call tells the leader found
+ * at the start. */
+typedef void (*zkr_observe_fn)(zkr_observer_t *o, const zkr_participant_t *leader, void *ctx);
 
 /* Observe the election at `path`: one data watch on the leader's node (no
  * watch on the others, so no herd), a children watch on the path only
@@ -336,6 +354,10 @@ typedef void (*zkr_observe_fn)(const zkr_participant_t *leader, void *ctx);
  * ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_observer_new(zkr_observer_t **out, zkr_client_t *c, const char *path, zkr_election_kind_t kind,
                                 zkr_observe_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_observer_new(out, c, path, kind, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_observe_fn, "an observer's function is void fn(zkr_observer_t *o, const zkr_participant_t *leader, void *ctx)", zkr_observer_new(out, c, path, kind, fn, ctx))
+#endif
 
 /* Stop observing and free; after it returns fn is not running (unless
  * called from fn) and will not run again.  NULL is a no-op. */

@@ -42,9 +42,14 @@ ZKR_EXTERN zkr_hold_state_t zkr_lock_hold_state(zkr_lock_ref_t ref);
 /* "mutex", "semaphore-mutex", "read", "write"; "invalid" for a bad one. */
 ZKR_EXTERN const char *zkr_lock_kind(zkr_lock_ref_t ref);
 
+/* 1 if a and b refer to the same lock (the same object and, for a
+ * read/write lock, the same half), else 0.  For hold listeners
+ * (zkr_hold_fn), which are told the lock. */
+ZKR_EXTERN int zkr_lock_ref_equal(zkr_lock_ref_t a, zkr_lock_ref_t b);
+
 /* Start acquiring `ref` (any kind of zkr_lock.h) within timeout_ms (< 0:
  * no limit; 0: one look).  Returns at once:
- *   ZKR_OK       started: fn(rc, hold, ctx) will run exactly once;
+ *   ZKR_OK       started: fn(acquire_id, rc, hold, ctx) will run exactly once;
  *                *acquire_id (if not NULL) names the acquire for
  *                zkr_async_cancel
  *   ZKR_EINVAL   bad reference, fn NULL
@@ -53,6 +58,10 @@ ZKR_EXTERN const char *zkr_lock_kind(zkr_lock_ref_t ref);
  * On any code but ZKR_OK, fn is never called. */
 ZKR_EXTERN int zkr_lock_acquire_async(zkr_lock_ref_t ref, int64_t timeout_ms, zkr_acquire_fn fn, void *ctx,
                                       uint64_t *acquire_id);
+#ifdef ZKR__CHECKS
+#define zkr_lock_acquire_async(ref, timeout_ms, fn, ctx, acquire_id) \
+    ZKR__CHECKED(fn, zkr_acquire_fn, "the completion is void fn(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)", zkr_lock_acquire_async(ref, timeout_ms, fn, ctx, acquire_id))
+#endif
 
 /* Guarded by the reference's hold (the calling thread's, for the
  * per-thread kinds): zkr_guarded_write (zkr/guard.h) on its node; also

@@ -79,6 +79,10 @@ ZKR_EXTERN int zkr_mutex_is_held(zkr_mutex_t *m);
  * now).  Applies to holds taken after this call; fn NULL turns it off.
  * Returns ZKR_OK, ZKR_EINVAL (m NULL). */
 ZKR_EXTERN int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_mutex_set_hold_listener(m, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_hold_fn, "a hold listener is void fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_mutex_set_hold_listener(m, fn, ctx))
+#endif
 
 /* The state of the calling thread's hold: ZKR_HOLD_SAFE, ZKR_HOLD_IN_DOUBT,
  * ZKR_HOLD_LOST, or ZKR_HOLD_NONE if it holds nothing (or m is NULL). */

@@ -73,6 +73,10 @@ ZKR_EXTERN int zkr_rwlock_write_is_held(zkr_rwlock_t *l);
 /* Hold notifications for holds of either half taken after this call (see
  * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
 ZKR_EXTERN int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_rwlock_set_hold_listener(l, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_hold_fn, "a hold listener is void fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_rwlock_set_hold_listener(l, fn, ctx))
+#endif
 
 /* State of the calling thread's read / write hold (ZKR_HOLD_NONE if none). */
 ZKR_EXTERN zkr_hold_state_t zkr_rwlock_read_hold_state(zkr_rwlock_t *l);

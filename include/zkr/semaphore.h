@@ -86,14 +86,19 @@ ZKR_EXTERN int zkr_lease_release(zkr_lease_t *lease);
 ZKR_EXTERN int zkr_lease_release_all(zkr_lease_t **leases, size_t n);
 
 /* Completion of zkr_semaphore_acquire_async: the same codes; lease is NULL
- * unless rc is ZKR_OK (return it with zkr_lease_release). */
-typedef void (*zkr_lease_acquire_fn)(int rc, zkr_lease_t *lease, void *ctx);
+ * unless rc is ZKR_OK (release it with zkr_lease_release); acquire_id is
+ * the acquire's id. */
+typedef void (*zkr_lease_acquire_fn)(uint64_t acquire_id, int rc, zkr_lease_t *lease, void *ctx);
 
 /* The same for one lease of a semaphore (Curator's protocol: the locks/
  * mutex, then a lease node).  Returns ZKR_OK, ZKR_EINVAL (s or fn NULL),
  * ZKR_ECLOSED, ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_ms, zkr_lease_acquire_fn fn,
                                            void *ctx, uint64_t *acquire_id);
+#ifdef ZKR__CHECKS
+#define zkr_semaphore_acquire_async(s, timeout_ms, fn, ctx, acquire_id) \
+    ZKR__CHECKED(fn, zkr_lease_acquire_fn, "the completion is void fn(uint64_t acquire_id, int rc, zkr_lease_t *lease, void *ctx)", zkr_semaphore_acquire_async(s, timeout_ms, fn, ctx, acquire_id))
+#endif
 
 /* The same for a lease, from zkr_semaphore_acquire_async or the blocking
  * acquire alike (the lease must not be used after the call).  Returns
@@ -113,16 +118,31 @@ ZKR_EXTERN int zkr_lease_guarded_write(zkr_lease_t *lease, zkr_op_t *ops, size_t
 ZKR_EXTERN int zkr_lease_return(zkr_lease_t *lease) ZKR_DEPRECATED("zkr_lease_release");
 ZKR_EXTERN int zkr_lease_return_all(zkr_lease_t **leases, size_t n) ZKR_DEPRECATED("zkr_lease_release_all");
 
+/* A semaphore's hold listener: told on the client's callback thread when
+ * one of its leases changes state, with the semaphore it came from and
+ * the lease's node path (valid during the call).  The semaphore is valid
+ * during the call: zkr_semaphore_free turns its listener off (leases that
+ * outlive it are told nothing more) and waits for a call in progress. */
+typedef void (*zkr_lease_fn)(zkr_semaphore_t *s, zkr_hold_state_t state, const char *node_path, void *ctx);
+
 /* Hold notifications for leases acquired after this call (see
- * zkr_mutex_set_hold_listener).  Returns ZKR_OK, ZKR_EINVAL. */
-ZKR_EXTERN int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_hold_fn fn, void *ctx);
+ * zkr_mutex_set_hold_listener); fn NULL turns it off.  Returns ZKR_OK,
+ * ZKR_EINVAL (s NULL). */
+ZKR_EXTERN int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_lease_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_semaphore_set_hold_listener(s, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_lease_fn, "a semaphore's hold listener is void fn(zkr_semaphore_t *s, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_semaphore_set_hold_listener(s, fn, ctx))
+#endif
 
 /* SAFE, IN_DOUBT or LOST; ZKR_HOLD_NONE for NULL. */
 ZKR_EXTERN zkr_hold_state_t zkr_lease_hold_state(const zkr_lease_t *lease);
 
-/* The lease node's full path (valid until the lease is returned); NULL for
- * NULL. */
-ZKR_EXTERN const char *zkr_lease_path(const zkr_lease_t *lease);
+/* The lease node's full path: *path is the caller's (zkr_free).  Returns
+ * ZKR_OK, ZKR_EINVAL (NULL argument; *path NULL), ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_lease_node_path(const zkr_lease_t *lease, char **path);
+/* The name of 0.2.0: the path lent by the lease (valid until it is
+ * released); NULL for NULL. */
+ZKR_EXTERN const char *zkr_lease_path(const zkr_lease_t *lease) ZKR_DEPRECATED("zkr_lease_node_path");
 
 /* The lease's fencing token (czxid of its node).
  * Returns ZKR_OK, ZKR_EINVAL. */
@@ -176,9 +196,13 @@ ZKR_EXTERN int zkr_semaphore_mutex_fencing_token(zkr_semaphore_mutex_t *m, int64
  * (not held; *path NULL), ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_semaphore_mutex_node_path(zkr_semaphore_mutex_t *m, char **path);
 
-/* Hold notifications (see zkr_mutex_set_hold_listener).  Returns ZKR_OK,
- * ZKR_EINVAL. */
+/* Hold notifications (see zkr_mutex_set_hold_listener); the listener is
+ * told zkr_semaphore_mutex_ref(m).  Returns ZKR_OK, ZKR_EINVAL. */
 ZKR_EXTERN int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx);
+#ifdef ZKR__CHECKS
+#define zkr_semaphore_mutex_set_hold_listener(m, fn, ctx) \
+    ZKR__CHECKED(fn, zkr_hold_fn, "a hold listener is void fn(zkr_lock_ref_t lock, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_semaphore_mutex_set_hold_listener(m, fn, ctx))
+#endif
 
 /* State of the current hold (ZKR_HOLD_NONE if not held). */
 ZKR_EXTERN zkr_hold_state_t zkr_semaphore_mutex_hold_state(zkr_semaphore_mutex_t *m);

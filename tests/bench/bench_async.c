@@ -81,8 +81,9 @@ static void released(int rc, void *ctx)
         s->failed = 1;
 }
 
-static void granted(int rc, zkr_hold_t *hold, void *ctx)
+static void granted(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
 {
+    (void)acquire_id;
     slot_t *s = ctx;
     s->pending = 0;
     if (rc == ZKR_OK) {

@@ -67,8 +67,9 @@ static void wait_ms(election_t *e, int ms)
     pthread_cond_timedwait(&e->cv, &e->mu, &ts);
 }
 
-static void on_latch(int is_leader, int64_t token, void *ctx)
+static void on_latch(zkr_latch_t *latch, int is_leader, int64_t token, void *ctx)
 {
+    (void)latch;
     (void)token;
     if (is_leader)
         told(ctx);
