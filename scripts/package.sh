@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian packages: libzkrecipes1 (the shared library), libzkrecipes-dev
+# The Debian packages: libzkrecipes2 (the shared library), libzkrecipes-dev
 # (headers, static library, pkg-config file, man pages) and zkr-lock (the
 # tool), built from debian/ with `dpkg-buildpackage -us -uc -b` in a clean
 # copy of the tracked files (the source tree and its own build are left

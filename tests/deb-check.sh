@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian packages as a user gets them: unpack libzkrecipes1,
+# The Debian packages as a user gets them: unpack libzkrecipes2,
 # libzkrecipes-dev and zkr-lock into a scratch root (dpkg -x, no
 # installation), then build a program outside the tree against that root
 # with pkg-config alone (PKG_CONFIG_SYSROOT_DIR), shared and static, run
@@ -14,7 +14,7 @@ debdir=${1:-debs}
 root=$(mktemp -d "${TMPDIR:-/tmp}/zkr-debroot.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 
-for p in libzkrecipes1 libzkrecipes-dev zkr-lock; do
+for p in libzkrecipes2 libzkrecipes-dev zkr-lock; do
     deb=$(ls "$debdir"/${p}_*.deb 2>/dev/null | head -1)
     [ -n "$deb" ] || { echo "deb-check: no $p package in $debdir (bash scripts/package.sh)" >&2; exit 1; }
     dpkg -x "$deb" "$root"
@@ -47,10 +47,10 @@ int main(void)
     return strcmp(zkr_version(), ZKR_VERSION) != 0;
 }
 C
-# the shared library: the soname link from libzkrecipes1, the .so link from -dev
+# the shared library: the soname link from libzkrecipes2, the .so link from -dev
 cc -std=c11 -Wall -Wextra -Werror "$root/app.c" -o "$root/app" $(pkg-config --cflags --libs zkrecipes)
-readelf -d "$root/app" | grep -q 'NEEDED.*libzkrecipes\.so\.1' ||
-    { echo "deb-check: the program does not need libzkrecipes.so.1" >&2; exit 1; }
+readelf -d "$root/app" | grep -q 'NEEDED.*libzkrecipes\.so\.2' ||
+    { echo "deb-check: the program does not need libzkrecipes.so.2" >&2; exit 1; }
 LD_LIBRARY_PATH=$libdir "$root/app"
 # the static library, with its private dependencies from the .pc file
 static_libs=$(pkg-config --static --libs zkrecipes | sed 's/-lzkrecipes\b/-Wl,-Bstatic -lzkrecipes -Wl,-Bdynamic/')
