@@ -3,9 +3,10 @@
 # libzkrecipes-dev and zkr-lock into a scratch root (dpkg -x, no
 # installation), then build a program outside the tree against that root
 # with pkg-config alone (PKG_CONFIG_SYSROOT_DIR), shared and static, run
-# it, and run the packaged zkr-lock.  A package that misses a header, the
-# library, its .pc file or its links fails here.  Run by .ci/run after
-# scripts/package.sh:
+# it, and run the packaged zkr-lock; then, if tests/api/run.sh exists, the
+# API test program it builds against the same root.  A package that misses
+# a header, the library, its .pc file or its links fails here.  Run by
+# .ci/run after scripts/package.sh:
 #
 #   bash tests/deb-check.sh [DEBDIR]      (default: debs/)
 set -euo pipefail
@@ -63,4 +64,13 @@ fi
 LD_LIBRARY_PATH=$libdir "$root/usr/bin/zkr-lock" --help >/dev/null
 test -f "$root/usr/share/man/man1/zkr-lock.1.gz"
 test -e "$root/usr/share/man/man3/zkr_mutex_acquire.3.gz"
-echo "deb-check: ok (built and ran a program against the unpacked packages; zkr-lock --help)"
+# the API test program (tests/api/), against the same unpacked root
+# (usr/include, usr/lib/$multiarch); before the trap removes it
+api=
+if [ -f tests/api/run.sh ]; then
+    echo "deb-check: tests/api/run.sh $root"
+    bash tests/api/run.sh "$root" ||
+        { echo "deb-check: tests/api/run.sh failed against the unpacked packages" >&2; exit 1; }
+    api="; tests/api/run.sh"
+fi
+echo "deb-check: ok (built and ran a program against the unpacked packages; zkr-lock --help$api)"
