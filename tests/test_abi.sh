@@ -181,10 +181,17 @@ added)
     st=1 ;;
 incompatible)
     sed 's/^/  /' "$work/report"
-    echo "  INCOMPATIBLE: a function was removed or a public type changed since the"
-    echo "  baseline (programs built against $soname would break).  Undo it, or make it"
-    echo "  a new ABI (docs/versioning.md, \"An incompatible change\"): -version-info"
-    echo "  current+1:0:0 (a new SONAME), then make abi-baseline."
+    old_soname=$(sed -n "1s/.* soname='\([^']*\)'.*/\1/p" "$baseline")
+    if [ "$old_soname" != "$soname" ]; then
+        echo "  A NEW SONAME: the baseline is $old_soname, the library $soname"
+        echo "  (-version-info was bumped for an incompatible change).  Record the new"
+        echo "  ABI (docs/versioning.md, \"An incompatible change\"): make abi-baseline."
+    else
+        echo "  INCOMPATIBLE: a function was removed or a public type changed since the"
+        echo "  baseline (programs built against $soname would break).  Undo it, or make it"
+        echo "  a new ABI (docs/versioning.md, \"An incompatible change\"): -version-info"
+        echo "  current+1:0:0 (a new SONAME), then make abi-baseline."
+    fi
     st=1 ;;
 *)
     sed 's/^/  /' "$work/report"
