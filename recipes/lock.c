@@ -119,6 +119,35 @@ const char *zkr_lock_kind(zkr_lock_ref_t r)
     return ops ? ops->kind : "invalid";
 }
 
+/* ---- hold listeners: each is told its lock's reference -------------------------- */
+
+int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
+{
+    if (!m)
+        return ZKR_EINVAL;
+    zkr__mutex_set_listener(m, (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_mutex_ref(m), .owner = m});
+    return ZKR_OK;
+}
+
+int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
+{
+    if (!l)
+        return ZKR_EINVAL;
+    zkr__hold_listener_t read = {.fn = fn, .ctx = ctx, .lock = zkr_rwlock_read_ref(l), .owner = l};
+    zkr__hold_listener_t write = read;
+    write.lock = zkr_rwlock_write_ref(l);
+    zkr__rwlock_set_listener(l, read, write);
+    return ZKR_OK;
+}
+
+int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx)
+{
+    if (!m)
+        return ZKR_EINVAL;
+    zkr__semaphore_mutex_set_listener(m, (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_semaphore_mutex_ref(m)});
+    return ZKR_OK;
+}
+
 int zkr_lock_ref_equal(zkr_lock_ref_t a, zkr_lock_ref_t b)
 {
     return a.ops == b.ops && a.obj == b.obj;

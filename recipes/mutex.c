@@ -262,12 +262,9 @@ int zkr_mutex_is_held(zkr_mutex_t *m)
     return m ? zkr__holds_mine_alive(&m->holds, m->c) : 0;
 }
 
-int zkr_mutex_set_hold_listener(zkr_mutex_t *m, zkr_hold_fn fn, void *ctx)
+void zkr__mutex_set_listener(zkr_mutex_t *m, zkr__hold_listener_t hl)
 {
-    if (!m)
-        return ZKR_EINVAL;
-    return zkr__hold_listener_set(&m->mu, &m->hold,
-                                  (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_mutex_ref(m), .owner = m});
+    zkr__hold_listener_set(&m->mu, &m->hold, hl);
 }
 
 zkr_hold_state_t zkr_mutex_hold_state(zkr_mutex_t *m)

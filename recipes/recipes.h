@@ -23,6 +23,11 @@ void zkr__mutex_async_target(zkr_mutex_t *m, zkr__async_target_t *t);
 void zkr__rwlock_async_target(zkr_rwlock_t *l, int writer, zkr__async_target_t *t);
 void zkr__semaphore_async_target(zkr_semaphore_t *s, zkr__async_target_t *t);
 zkr_semaphore_t *zkr__semaphore_mutex_sem(zkr_semaphore_mutex_t *m);
+/* The hold listeners, stored for the public setters (lock.c, which makes
+ * the lock references they are told). */
+void zkr__mutex_set_listener(zkr_mutex_t *m, zkr__hold_listener_t hl);
+void zkr__rwlock_set_listener(zkr_rwlock_t *l, zkr__hold_listener_t read, zkr__hold_listener_t write);
+void zkr__semaphore_mutex_set_listener(zkr_semaphore_mutex_t *m, zkr__hold_listener_t hl);
 /* A lease made of a granted node (moved out of *node): retains the client.
  * NULL on ZKR_ENOMEM or ZKR_ECLOSED (*node untouched then). */
 zkr_lease_t *zkr__lease_wrap(zkr_client_t *c, zkr__node_t *node);

@@ -16,7 +16,8 @@ struct zkr_rwlock {
     pthread_mutex_t mu;
     zkr__holds_t reads;
     zkr__holds_t writes;
-    zkr__hold_listener_t hold;
+    zkr__hold_listener_t hold_read; /* each tells its half's reference */
+    zkr__hold_listener_t hold_write;
 };
 
 static const char *rw_key(const char *name, const char *marker)
@@ -132,8 +133,7 @@ static int acquire_half(zkr_rwlock_t *l, int writer, int64_t timeout_ms)
             return ZKR_ENOMEM;
         }
     }
-    zkr__hold_listener_t hl = l->hold;
-    hl.lock = writer ? zkr_rwlock_write_ref(l) : zkr_rwlock_read_ref(l);
+    zkr__hold_listener_t hl = writer ? l->hold_write : l->hold_read;
     pthread_mutex_unlock(&l->mu);
 
     zkr__hold_t *h = calloc(1, sizeof *h);
@@ -229,12 +229,12 @@ int zkr_rwlock_write_is_held(zkr_rwlock_t *l)
     return l ? is_held(l, &l->writes) : 0;
 }
 
-int zkr_rwlock_set_hold_listener(zkr_rwlock_t *l, zkr_hold_fn fn, void *ctx)
+void zkr__rwlock_set_listener(zkr_rwlock_t *l, zkr__hold_listener_t read, zkr__hold_listener_t write)
 {
-    if (!l)
-        return ZKR_EINVAL;
-    /* .lock is set at each acquire: the half acquired */
-    return zkr__hold_listener_set(&l->mu, &l->hold, (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .owner = l});
+    pthread_mutex_lock(&l->mu);
+    l->hold_read = read;
+    l->hold_write = write;
+    pthread_mutex_unlock(&l->mu);
 }
 
 static zkr_hold_state_t half_state(zkr_rwlock_t *l, zkr__holds_t *hs)
@@ -313,7 +313,6 @@ void zkr__rwlock_async_target(zkr_rwlock_t *l, int writer, zkr__async_target_t *
     t->c = l->c;
     t->dir = l->path;
     t->drv = writer ? &zkr__write_driver : &zkr__read_driver;
-    t->hold = zkr__hold_listener_get(&l->mu, &l->hold);
-    t->hold.lock = writer ? zkr_rwlock_write_ref(l) : zkr_rwlock_read_ref(l);
+    t->hold = zkr__hold_listener_get(&l->mu, writer ? &l->hold_write : &l->hold_read);
     t->owner = l;
 }

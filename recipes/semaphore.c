@@ -412,14 +412,11 @@ int zkr__semaphore_mutex_guard(zkr_semaphore_mutex_t *m, zkr__guard_t *g)
     return rc;
 }
 
-int zkr_semaphore_mutex_set_hold_listener(zkr_semaphore_mutex_t *m, zkr_hold_fn fn, void *ctx)
+void zkr__semaphore_mutex_set_listener(zkr_semaphore_mutex_t *m, zkr__hold_listener_t hl)
 {
-    if (!m)
-        return ZKR_EINVAL;
     /* the semaphore of one lease carries it (and its free turns it off) */
-    return zkr__hold_listener_set(
-        &m->sem->mu, &m->sem->hold,
-        (zkr__hold_listener_t){.fn = fn, .ctx = ctx, .lock = zkr_semaphore_mutex_ref(m), .owner = m->sem});
+    hl.owner = m->sem;
+    zkr__hold_listener_set(&m->sem->mu, &m->sem->hold, hl);
 }
 
 int zkr_semaphore_mutex_node_path(zkr_semaphore_mutex_t *m, char **path)

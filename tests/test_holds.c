@@ -423,6 +423,85 @@ static void test_outside_delete_waiter_behind(void)
     zkt_raw_close(zh);
 }
 
+/* ---- holds that outlive their object: its free turns their listener off ------------------ */
+
+typedef struct granted {
+    zkr_hold_t *hold;
+    atomic_int done;
+} granted_t;
+
+static void on_granted(uint64_t acquire_id, int rc, zkr_hold_t *hold, void *ctx)
+{
+    (void)acquire_id;
+    granted_t *g = ctx;
+    g->hold = rc == ZKR_OK ? hold : NULL;
+    atomic_store(&g->done, 1);
+}
+
+static int hold_lost(void *p)
+{
+    return zkr_hold_state(p) == ZKR_HOLD_LOST;
+}
+
+static int lease_lost(void *p)
+{
+    return zkr_lease_hold_state(p) == ZKR_HOLD_LOST;
+}
+
+static void test_outliving_holds(void)
+{
+    char path[128], spath[160], leases[192];
+    zkt_path("outlive", path, sizeof path);
+    snprintf(spath, sizeof spath, "%s-sem", path);
+    snprintf(leases, sizeof leases, "%s/leases", spath);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    CU_ASSERT_EQUAL(zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD), ZKR_OK);
+    told_t tm, ts;
+    memset(&tm, 0, sizeof tm);
+    memset(&ts, 0, sizeof ts);
+
+    /* a mutex's asynchronous hold, and a semaphore's lease */
+    zkr_mutex_t *m;
+    zkr_semaphore_t *s;
+    CU_ASSERT_EQUAL_FATAL(zkr_mutex_new(&m, c, path), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_new(&s, c, spath, 2), ZKR_OK);
+    tm.lock = zkr_mutex_ref(m);
+    ts.sem = s;
+    CU_ASSERT_EQUAL(zkr_mutex_set_hold_listener(m, told_fn, &tm), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_semaphore_set_hold_listener(s, told_lease, &ts), ZKR_OK);
+    granted_t g = {NULL, 0};
+    CU_ASSERT_EQUAL(zkr_lock_acquire_async(zkr_mutex_ref(m), 5000, on_granted, &g, NULL), ZKR_OK);
+    zkr_lease_t *l = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_semaphore_acquire(s, 5000, &l), ZKR_OK);
+    CU_ASSERT_TRUE_FATAL(zkt_wait_for(zkt_flag_set, &g.done, 5000));
+    zkr_hold_t *h = g.hold;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    char *hnode = node_of(zh, path, session_of(c)), *lnode = node_of(zh, leases, session_of(c));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hnode);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(lnode);
+
+    /* The objects go; their holds stay (they are the program's), their
+     * listeners are off: an outside deletion makes them LOST, untold. */
+    zkr_mutex_free(m);
+    zkr_semaphore_free(s);
+    CU_ASSERT_EQUAL(zkr_hold_state(h), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(zkr_lease_hold_state(l), ZKR_HOLD_SAFE);
+    CU_ASSERT_EQUAL(zoo_delete(zh, hnode, -1), ZOK);
+    CU_ASSERT_EQUAL(zoo_delete(zh, lnode, -1), ZOK);
+    CU_ASSERT_TRUE(zkt_wait_for(hold_lost, h, 10000));
+    CU_ASSERT_TRUE(zkt_wait_for(lease_lost, l, 10000));
+    zkt_sleep_ms(200); /* a call, if one were made, has had its time */
+    CU_ASSERT_EQUAL(atomic_load(&tm.calls), 0);
+    CU_ASSERT_EQUAL(atomic_load(&ts.calls), 0);
+    CU_ASSERT_EQUAL(zkr_hold_release(h), ZKR_ELOST);
+    CU_ASSERT_EQUAL(zkr_lease_release(l), ZKR_ELOST);
+    free(hnode);
+    free(lnode);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
 /* ---- a directory that forbids delete ---------------------------------------------------- */
 
 static void test_release_refused(void)
@@ -508,6 +587,7 @@ static void add_suites(void)
     CU_add_test(s, "outside deletion of a waiting node: ZKR_EDELETED at once", test_outside_delete_waiter);
     CU_add_test(s, "a waiter further back: watched after 2 s, then ZKR_EDELETED at once",
                 test_outside_delete_waiter_behind);
+    CU_add_test(s, "holds that outlive their object: its free turns their listener off", test_outliving_holds);
     CU_add_test(s, "a directory that forbids delete: release returns the refusal", test_release_refused);
     CU_add_test(s, "release on a stalled link returns within ZKR_RELEASE_WAIT_MS", test_release_during_stall);
 }
