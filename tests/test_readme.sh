@@ -111,7 +111,8 @@ fi
 
 # ---- the names of 0.2.0: a warning (an error under -Werror) names the replacement --
 for pair in "zkr_lease_return(l):zkr_lease_release" "zkr_lease_return_all(&l, 1):zkr_lease_release_all" \
-            "zkr_lease_return_async(l, NULL, NULL):zkr_lease_release_async"; do
+            "zkr_lease_return_async(l, NULL, NULL):zkr_lease_release_async" \
+            "zkr_lease_path(l):zkr_lease_node_path"; do
     call=${pair%%:*} repl=${pair##*:}
     printf 'static void f(zkr_lease_t *l)\n{\n    %s;\n}\n' "$call" >"$work/old.c"
     if compile "$work/old.c"; then
@@ -123,5 +124,34 @@ for pair in "zkr_lease_return(l):zkr_lease_release" "zkr_lease_return_all(&l, 1)
         check "${call%%(*} of 0.2.0: the compiler names $repl" 1
     fi
 done
+
+# ---- callbacks of the 0.2.0 types: the build stops, naming the 1.0 type --
+# name|the callback's definition|the call|what the message names
+while IFS='|' read -r name def call want; do
+    printf '%s\n{\n    (void)ctx;\n}\nstatic void f(zkr_mutex_t *m, zkr_semaphore_t *s)\n{\n    (void)m, (void)s;\n    %s;\n}\n' \
+        "$def" "$call" >"$work/cb.c"
+    if compile "$work/cb.c"; then
+        check "a $name of the 0.2.0 type is refused" 1
+    elif grep -q "zkrecipes 1.0: $want" "$work/cb.err"; then
+        check "a $name of the 0.2.0 type: the build stops, naming the 1.0 type" 0
+    else
+        sed 's/^/    /' "$work/cb.err" | head -10
+        check "a $name of the 0.2.0 type: the build stops, naming the 1.0 type" 1
+    fi
+done <<'CASES'
+hold listener|static void cb(zkr_hold_state_t st, const char *node, void *ctx)|zkr_mutex_set_hold_listener(m, cb, NULL)|a hold listener is void fn(zkr_lock_ref_t lock
+acquire completion|static void cb(int rc, zkr_hold_t *hold, void *ctx)|zkr_lock_acquire_async(zkr_mutex_ref(m), 0, cb, NULL, NULL)|the completion is void fn(uint64_t acquire_id
+lease completion|static void cb(int rc, zkr_lease_t *lease, void *ctx)|zkr_semaphore_acquire_async(s, 0, cb, NULL, NULL)|the completion is void fn(uint64_t acquire_id
+semaphore listener|static void cb(zkr_lock_ref_t lock, zkr_hold_state_t st, const char *node, void *ctx)|zkr_semaphore_set_hold_listener(s, cb, NULL)|a semaphore hold listener is
+CASES
+# and the right types, and NULL, pass
+printf '%s\n' 'static void cb(zkr_lock_ref_t lock, zkr_hold_state_t st, const char *node, void *ctx)' \
+    '{' '    (void)lock, (void)st, (void)node, (void)ctx;' '}' \
+    'static void f(zkr_mutex_t *m, zkr_semaphore_t *s)' '{' \
+    '    (void)zkr_mutex_set_hold_listener(m, cb, NULL);' \
+    '    (void)zkr_semaphore_set_hold_listener(s, NULL, NULL);' \
+    '    (void)zkr_mutex_set_hold_listener(m, NULL, NULL);' '}' >"$work/cbok.c"
+compile "$work/cbok.c"
+check "a callback of the 1.0 type, and NULL, pass the check" $?
 
 summary readme

@@ -356,7 +356,7 @@ ZKR_EXTERN int zkr_observer_new(zkr_observer_t **out, zkr_client_t *c, const cha
                                 zkr_observe_fn fn, void *ctx);
 #ifdef ZKR__CHECKS
 #define zkr_observer_new(out, c, path, kind, fn, ctx) \
-    ZKR__CHECKED(fn, zkr_observe_fn, "an observer's function is void fn(zkr_observer_t *o, const zkr_participant_t *leader, void *ctx)", zkr_observer_new(out, c, path, kind, fn, ctx))
+    ZKR__CHECKED(fn, zkr_observe_fn, "an observer function is void fn(zkr_observer_t *o, const zkr_participant_t *leader, void *ctx)", zkr_observer_new(out, c, path, kind, fn, ctx))
 #endif
 
 /* Stop observing and free; after it returns fn is not running (unless

@@ -131,7 +131,7 @@ typedef void (*zkr_lease_fn)(zkr_semaphore_t *s, zkr_hold_state_t state, const c
 ZKR_EXTERN int zkr_semaphore_set_hold_listener(zkr_semaphore_t *s, zkr_lease_fn fn, void *ctx);
 #ifdef ZKR__CHECKS
 #define zkr_semaphore_set_hold_listener(s, fn, ctx) \
-    ZKR__CHECKED(fn, zkr_lease_fn, "a semaphore's hold listener is void fn(zkr_semaphore_t *s, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_semaphore_set_hold_listener(s, fn, ctx))
+    ZKR__CHECKED(fn, zkr_lease_fn, "a semaphore hold listener is void fn(zkr_semaphore_t *s, zkr_hold_state_t state, const char *node_path, void *ctx)", zkr_semaphore_set_hold_listener(s, fn, ctx))
 #endif
 
 /* SAFE, IN_DOUBT or LOST; ZKR_HOLD_NONE for NULL. */
