@@ -13,8 +13,8 @@
  *    never runs the program's code (except zkr_log_fn).
  *  - The callback thread runs every callback of the client, one at a
  *    time, in the order the events happened: connection-state listeners
- *    (in registration order), hold listeners (zkr_hold_fn), leadership
- *    listeners (zkr_leader_fn), observers, revocation requests, and
+ *    (in registration order), hold listeners (zkr_hold_fn, zkr_lease_fn),
+ *    leadership listeners (zkr_latch_fn, zkr_selector_fn), observers, revocation requests, and
  *    completions in ZKR_DISPATCH_THREAD mode (zkr/async.h).  A selector's
  *    take-leadership function runs on the selector's own thread.
  *  - So a callback may call any library function, blocking ones with any

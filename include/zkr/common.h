@@ -17,8 +17,8 @@ extern "C" {
 #define ZKR_EXTERN
 #endif
 
-/* A name of 0.2.0 kept for one release: the compiler names its
- * replacement (docs/versioning.md). */
+/* A name of 0.2.0 kept, deprecated, through the 1.x series: the compiler
+ * names its replacement (docs/versioning.md). */
 #if defined(__GNUC__) && !defined(ZKR_BUILDING)
 #define ZKR_DEPRECATED(replacement) __attribute__((deprecated("use " replacement " (zkrecipes 1.0)")))
 #else
@@ -87,7 +87,7 @@ typedef void (*zkr_hold_fn)(zkr_lock_ref_t lock, zkr_hold_state_t state, const c
  * and the call would then go wrong at run time; so each call that takes
  * such a callback is checked at compile time, and a function of another
  * type fails the build with a message naming the type expected (NEWS,
- * "Migrating to 1.0").  NULL passes. */
+ * "Migrating from 0.2.0").  NULL passes. */
 #if !defined(__cplusplus) && !defined(ZKR_BUILDING) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define ZKR__CHECKS 1
 #define ZKR__CHECK_FN(fn, type, msg)                                                                      \
@@ -145,8 +145,9 @@ typedef void (*zkr_hold_fn)(zkr_lock_ref_t lock, zkr_hold_state_t state, const c
  *    lease.  The object is valid during the call.
  *  - Listeners (state, leadership, hold) may be set at any time and are
  *    told what happens after the call; nothing is told again.  A hold
- *    keeps the hold listener its object had when the hold was granted,
- *    until the object is freed.
+ *    keeps the hold listener its object had when it was acquired (for an
+ *    asynchronous acquire, when the acquire started), until the object
+ *    is freed: then it is told nothing more.
  *  - Process-wide settings are set by process-wide functions
  *    (zkr_set_zk_log_level), never by a client's options. */
 
