@@ -48,7 +48,13 @@ result() { # status text
 # ---- scratch directory, server, and the trap that stops it on every exit path
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-api.XXXXXX")
 zkdir=$work/zk
+child=
 cleanup() {
+    # a step still running (interrupted): its timeout passes the signal on
+    if [ -n "$child" ] && kill -0 "$child" 2>/dev/null; then
+        kill -TERM "$child" 2>/dev/null
+        wait "$child" 2>/dev/null
+    fi
     if [ -f "$zkdir/pid" ]; then
         bash "$top/tests/harness/zkserver.sh" kill "$zkdir" >/dev/null 2>&1
     fi
@@ -60,6 +66,18 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+
+# A long step in the background, waited for: a signal then runs the trap at
+# once (bash runs traps only between foreground commands) and the trap ends
+# the step.  Returns the step's exit code.
+step() {
+    "$@" &
+    child=$!
+    wait "$child"
+    local rc=$?
+    child=
+    return $rc
+}
 
 # ---- pkg-config against ROOT
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || true)
@@ -99,7 +117,7 @@ fi
 
 # ---- 2. a throwaway server
 hosts=
-if timeout 100 bash "$top/tests/harness/zkserver.sh" start "$zkdir" >"$work/zkserver.log" 2>&1; then
+if step timeout 100 bash "$top/tests/harness/zkserver.sh" start "$zkdir" >"$work/zkserver.log" 2>&1; then
     hosts=$(bash "$top/tests/harness/zkserver.sh" hosts "$zkdir")
     say "ZooKeeper at $hosts"
 else
@@ -127,7 +145,7 @@ if [ -n "$hosts" ] && [ -x "$work/api_test" ]; then
     else
         supp=()
         [ -f "$here/valgrind.supp" ] && supp=(--suppressions="$here/valgrind.supp")
-        LD_LIBRARY_PATH=$libdir timeout 120 valgrind --error-exitcode=99 --leak-check=full \
+        LD_LIBRARY_PATH=$libdir step timeout 120 valgrind --error-exitcode=99 --leak-check=full \
             --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
             --num-callers=40 ${supp[@]+"${supp[@]}"} --log-file="$work/valgrind.log" \
             "$work/api_test" "$hosts" >"$work/valgrind.out" 2>"$work/valgrind.err"
@@ -148,13 +166,13 @@ fi
 
 # ---- 4. AddressSanitizer + UndefinedBehaviorSanitizer
 if [ -n "$hosts" ]; then
-    san=(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    san=("-fsanitize=address,undefined" -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
     if build "$work/api_test_asan" "${san[@]}"; then
         lsan=""
         [ -f "$here/lsan.supp" ] && lsan="suppressions=$here/lsan.supp:print_suppressions=0"
         LD_LIBRARY_PATH=$libdir ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=98" \
             LSAN_OPTIONS="$lsan" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=97" \
-            timeout 90 "$work/api_test_asan" "$hosts" >"$work/asan.out" 2>"$work/asan.err"
+            step timeout 90 "$work/api_test_asan" "$hosts" >"$work/asan.out" 2>"$work/asan.err"
         rc=$?
         show_run "$work/asan.out"
         case $rc in
