@@ -387,6 +387,28 @@ static void on_state(zkr_client_t *c, zkr_state_t state, void *ctx)
     atomic_fetch_add(&t->calls, 1);
 }
 
+/* a revocation request's function (zkr_revoke_fn) */
+typedef struct revoke_told {
+    zkr_mutex_t *expect;
+    atomic_int calls, wrong;
+} revoke_told_t;
+
+static void on_revoke(zkr_mutex_t *m, void *ctx)
+{
+    revoke_told_t *t = ctx;
+    if (m != t->expect)
+        atomic_fetch_add(&t->wrong, 1);
+    atomic_fetch_add(&t->calls, 1);
+}
+
+/* zkr_client_close of its own client from the function zkr_client_with_handle runs */
+static int close_in_handle_fn(struct _zhandle *zh, int64_t session_id, void *ctx)
+{
+    (void)zh;
+    (void)session_id;
+    return zkr_client_close(ctx);
+}
+
 static int with_handle_fn(struct _zhandle *zh, int64_t session_id, void *ctx)
 {
     (void)zh;
@@ -742,6 +764,9 @@ static int section_options(const char *hosts, zkr_client_t **c1, zkr_client_t **
     CHECK(sto > 0, "zkr_client_session_timeout: the negotiated timeout (%lld ms)", (long long)sto);
     check_rc(zkr_client_with_handle(*c1, with_handle_fn, NULL), ZKR_OK,
              "zkr_client_with_handle returns what its function returned");
+    check_rc(zkr_client_with_handle(*c1, close_in_handle_fn, *c1), ZKR_EDEADLK,
+             "zkr_client_close from the function zkr_client_with_handle runs");
+    CHECK(zkr_client_is_connected(*c1) == 1, "... did nothing: the client is still connected");
     return 0;
 }
 
@@ -985,6 +1010,34 @@ static void section_hold_listeners(zkr_client_t *c, zkr_client_t *other)
     } else {
         CHECK(0, "zkr_semaphore_mutex_new");
     }
+
+    /* a revocation request's function is told its mutex */
+    zkr_mutex_t *rm = NULL, *rm2 = NULL;
+    char p6[256];
+    if (zkr_mutex_new(&rm, c, path_of(p6, sizeof p6, "listen-revoke")) == ZKR_OK &&
+        zkr_mutex_new(&rm2, c, p6) == ZKR_OK) {
+        revoke_told_t rv;
+        char *node = NULL;
+        memset(&rv, 0, sizeof rv);
+        rv.expect = rm;
+        CHECK(!zkr_lock_ref_equal(zkr_mutex_ref(rm), zkr_mutex_ref(rm2)),
+              "zkr_lock_ref_equal: two mutex objects on one path are two locks");
+        check_rc(zkr_mutex_make_revocable(rm, on_revoke, &rv), ZKR_OK, "zkr_mutex_make_revocable");
+        check_rc(zkr_mutex_acquire(rm, WAIT_MS), ZKR_OK, "revocable mutex: acquire");
+        if (zkr_mutex_node_path(rm, &node) == ZKR_OK) {
+            check_rc(zkr_revoke_request(other, node), ZKR_OK, "zkr_revoke_request from another session");
+            CHECK(wait_int(&rv.calls, 1, WAIT_MS) && atomic_load(&rv.wrong) == 0,
+                  "the revocation function (zkr_revoke_fn) is told its mutex");
+        } else {
+            CHECK(0, "revocable mutex: zkr_mutex_node_path");
+        }
+        zkr_free(node);
+        check_rc(zkr_mutex_release(rm), ZKR_OK, "revocable mutex: release");
+    } else {
+        CHECK(0, "zkr_mutex_new");
+    }
+    zkr_mutex_free(rm);
+    zkr_mutex_free(rm2);
 
     /* a semaphore's listener is told the semaphore */
     zkr_semaphore_t *s = NULL;
@@ -1860,7 +1913,9 @@ static void section_states(const char *hosts, zkr_client_t *other)
     /* zkr_client_close: a pending acquire completes (ECLOSED, its id) before
      * it returns; holds and leases made on the client are released after it */
     char p2[256], p3[256];
-    zkr_mutex_t *blocker = NULL, *waiter = NULL, *held = NULL;
+    zkr_mutex_t *blocker = NULL, *waiter = NULL, *held = NULL, *held2 = NULL;
+    acq_told_t hat;
+    memset(&hat, 0, sizeof hat);
     zkr_semaphore_t *s = NULL;
     zkr_lease_t *lease = NULL;
     acq_told_t at;
@@ -1869,7 +1924,8 @@ static void section_states(const char *hosts, zkr_client_t *other)
     path_of(p2, sizeof p2, "states-close");
     path_of(p3, sizeof p3, "states-close-sem");
     int ok = zkr_mutex_new(&blocker, other, p2) == ZKR_OK && zkr_mutex_new(&waiter, c, p2) == ZKR_OK &&
-             zkr_mutex_new(&held, c, p1) == ZKR_OK && zkr_semaphore_new(&s, c, p3, 1) == ZKR_OK;
+             zkr_mutex_new(&held, c, p1) == ZKR_OK && zkr_semaphore_new(&s, c, p3, 1) == ZKR_OK &&
+             zkr_mutex_new(&held2, c, p3) == ZKR_OK;
     CHECK(ok, "lock objects for the close");
     if (ok) {
         check_rc(zkr_mutex_acquire(blocker, WAIT_MS), ZKR_OK, "another client holds the mutex");
@@ -1877,6 +1933,11 @@ static void section_states(const char *hosts, zkr_client_t *other)
                  "an acquire waits behind it");
         check_rc(zkr_mutex_acquire(held, WAIT_MS), ZKR_OK, "a mutex held at close");
         check_rc(zkr_semaphore_acquire(s, WAIT_MS, &lease), ZKR_OK, "a lease held at close");
+        zkr_client_set_dispatch(c, ZKR_DISPATCH_THREAD);
+        memset(&hat, 0, sizeof hat);
+        check_rc(zkr_lock_acquire_async(zkr_mutex_ref(held2), WAIT_MS, on_acquired, &hat, NULL), ZKR_OK,
+                 "an asynchronous hold");
+        CHECK(wait_int(&hat.done, 1, WAIT_MS) && hat.rc == ZKR_OK && hat.hold, "... held at close");
     }
     check_rc(zkr_client_close(c), ZKR_OK, "zkr_client_close");
     if (ok) {
@@ -1885,11 +1946,20 @@ static void section_states(const char *hosts, zkr_client_t *other)
         check_rc(zkr_mutex_acquire(waiter, 0), ZKR_ECLOSED, "zkr_mutex_acquire after close (a mutex not held)");
         check_rc(zkr_mutex_release(held), ZKR_OK, "zkr_mutex_release after close (the node went with the session)");
         check_rc(zkr_lease_release(lease), ZKR_OK, "zkr_lease_release after close");
+        if (hat.hold) {
+            rel_told_t rt;
+            memset(&rt, 0, sizeof rt);
+            check_rc(zkr_hold_release_async(hat.hold, on_released, &rt), ZKR_ECLOSED,
+                     "zkr_hold_release_async after close (released and freed at once)");
+            sleep_ms(100);
+            CHECK(atomic_load(&rt.calls) == 0, "... and its completion is never called");
+        }
         zkr_mutex_release(blocker);
     }
     zkr_mutex_free(blocker);
     zkr_mutex_free(waiter);
     zkr_mutex_free(held);
+    zkr_mutex_free(held2);
     zkr_semaphore_free(s);
     relay_stop(&r);
 }
