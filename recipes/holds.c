@@ -22,7 +22,9 @@ int zkr__holds_reenter(zkr__holds_t *hs, zkr_client_t *c, int *rc)
     pthread_mutex_lock(hs->mu);
     zkr__hold_t *h = zkr__holds_mine_locked(hs);
     if (h) {
-        if (zkr__node_hold_state(c, &h->node) == ZKR_HOLD_LOST)
+        if (zkr_client_state(c) == ZKR_STATE_CLOSED)
+            *rc = ZKR_ECLOSED; /* the node went with the session */
+        else if (zkr__node_hold_state(c, &h->node) == ZKR_HOLD_LOST)
             *rc = ZKR_ELOST; /* never grant on a hold that is gone */
         else if (h->count == INT_MAX)
             *rc = ZKR_EBUSY;

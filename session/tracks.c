@@ -307,6 +307,10 @@ zkr_hold_state_t zkr__track_state(zkr_client_t *c, const zkr__track_t *t)
         return ZKR_HOLD_NONE;
     pthread_mutex_lock(&c->mu);
     zkr_hold_state_t st = t->state;
+    /* closing or closed: the node goes with the session (a release says
+     * ZKR_OK: it is t->state that zkr__track_remove returns) */
+    if (c->closing && st != ZKR_HOLD_NONE)
+        st = ZKR_HOLD_LOST;
     pthread_mutex_unlock(&c->mu);
     return st;
 }

@@ -502,6 +502,32 @@ static void test_outliving_holds(void)
     zkt_raw_close(zh);
 }
 
+/* ---- a hold after zkr_client_close: gone with the session ------------------------------- */
+
+static void test_hold_after_close(void)
+{
+    for (kind_t k = 0; k < K_KINDS; k++) {
+        char path[128];
+        zkt_path("afterclose", path, sizeof path);
+        zkr_client_t *c = zkt_client(SESSION_MS);
+        lk_t a;
+        unsigned failures = CU_get_number_of_failures();
+        lk_new(&a, k, k != K_READ, c, path);
+        CU_ASSERT_EQUAL_FATAL(lk_acquire(&a, 5000), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+        /* its node went with the session: not held, not SAFE */
+        CU_ASSERT_EQUAL(lk_state(&a), ZKR_HOLD_LOST);
+        CU_ASSERT_FALSE(lk_is_held(&a));
+        if (k != K_LEASE) /* a reentrant kind is not granted again on it */
+            CU_ASSERT_EQUAL(zkr_lock_acquire(lk_ref(&a), 0), ZKR_ECLOSED);
+        CU_ASSERT_EQUAL(lk_release(&a), ZKR_OK); /* released: with the session */
+        CU_ASSERT_FALSE(lk_is_held(&a));
+        lk_free(&a);
+        if (CU_get_number_of_failures() != failures)
+            printf("\n    %s after close: failed ", kind_names[k]);
+    }
+}
+
 /* ---- a directory that forbids delete ---------------------------------------------------- */
 
 static void test_release_refused(void)
@@ -588,6 +614,7 @@ static void add_suites(void)
     CU_add_test(s, "a waiter further back: watched after 2 s, then ZKR_EDELETED at once",
                 test_outside_delete_waiter_behind);
     CU_add_test(s, "holds that outlive their object: its free turns their listener off", test_outliving_holds);
+    CU_add_test(s, "a hold after zkr_client_close: LOST, not held, never granted again", test_hold_after_close);
     CU_add_test(s, "a directory that forbids delete: release returns the refusal", test_release_refused);
     CU_add_test(s, "release on a stalled link returns within ZKR_RELEASE_WAIT_MS", test_release_during_stall);
 }

@@ -271,8 +271,9 @@ ZKR_EXTERN int zkr_client_remove_listener(zkr_client_t *c, zkr_state_fn fn, void
  * Safe while disconnected.  Lock objects and leases made on the client may
  * be freed before or after it, even while it closes: after close their
  * calls that need the server return ZKR_ECLOSED (releases: ZKR_OK, their
- * nodes went with the session; queries such as *_is_held report what they
- * knew), and *_free only frees memory; the client's own memory is freed
+ * nodes went with the session; a hold's state is LOST and *_is_held 0
+ * from the moment close begins, and a reentrant acquire returns
+ * ZKR_ECLOSED), and *_free only frees memory; the client's own memory is freed
  * when it and every object made on it are.  Call it once per client.
  * On a connected link it first lets the answers to requests still in
  * flight arrive (a delete sent without waiting, say): at most 1 s if the
