@@ -112,8 +112,8 @@ typedef void (*zkr_hold_fn)(zkr_lock_ref_t lock, zkr_hold_state_t state, const c
  *    zkr_lease_release, zkr_hold_release, zkr_multilock_release.
  *  - NULL: every *_free and zkr_client_close accept NULL and do nothing.
  *    Every other call, every release included, refuses a NULL object with
- *    ZKR_EINVAL; getters return their neutral value (0, ZKR_HOLD_NONE,
- *    NULL).
+ *    ZKR_EINVAL; getters return the neutral value their declaration
+ *    names (0, ZKR_HOLD_NONE, NULL, "invalid" for a kind's name).
  *  - *_free releases what the object itself holds (a mutex's and a
  *    read/write lock's holds in every thread, a semaphore mutex's, the
  *    calling thread's acquires through a multi-lock, a latch's

@@ -102,7 +102,8 @@ ZKR_EXTERN int zkr_semaphore_acquire_async(zkr_semaphore_t *s, int64_t timeout_m
 
 /* The same for a lease, from zkr_semaphore_acquire_async or the blocking
  * acquire alike (the lease must not be used after the call).  Returns
- * ZKR_OK, ZKR_EINVAL (lease or fn NULL), ZKR_ECLOSED (returned at once and
+ * ZKR_OK, ZKR_EINVAL (lease or fn NULL: nothing is done, the lease is
+ * still yours), ZKR_ECLOSED (returned at once and
  * freed; fn is never called), ZKR_ENOMEM (still yours). */
 ZKR_EXTERN int zkr_lease_release_async(zkr_lease_t *lease, zkr_release_fn fn, void *ctx);
 /* The name of 0.2.0. */
