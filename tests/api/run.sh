@@ -32,6 +32,9 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# valgrind and a C++ compiler, on a fresh machine (installs only what is missing)
+ZKR_DEPS_EXTRA="${ZKR_DEPS_EXTRA:-} valgrind g++" bash "$top/scripts/deps.sh" ||
+    { echo "api: cannot install valgrind and g++ (scripts/deps.sh)" >&2; exit 1; }
 [ $# -eq 1 ] && [ -d "$1" ] || { echo "usage: bash tests/api/run.sh ROOT" >&2; exit 2; }
 root=$(cd "$1" && pwd)
 SECONDS=0
