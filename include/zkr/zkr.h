@@ -17,5 +17,6 @@
 #include "zkr/async.h"
 #include "zkr/guard.h"
 #include "zkr/leader.h"
+#include "zkr/cache.h"
 
 #endif
