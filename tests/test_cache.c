@@ -600,7 +600,9 @@ static void test_expiry(void)
     rec_t *r = calloc(1, sizeof *r);
     rec_init(r);
     zkr_cache_t *k = new_cache(c, path, ZKR_CACHE_TREE, -1, 1, r);
+    pthread_mutex_lock(&r->mu);
     int before = r->n;
+    pthread_mutex_unlock(&r->mu);
     zkt_expire_client(c, SESSION_MS);
     snprintf(p, sizeof p, "%s/n0", path);
     zoo_delete(zh, p, -1); /* while the session is lost: maybe seen only by the reload */
