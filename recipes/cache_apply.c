@@ -224,6 +224,18 @@ int zkr__cache_apply(zkr_cache_t *k, const zkr__citem_t *it, int *retry)
         apply_watch(k, n, it->type);
         return 0;
     }
+    if (it->rc == ZNOAUTH || it->rc == ZBADARGUMENTS) {
+        /* not ours to read: left out (as if missing), and said once */
+        zkr__log(k->c, ZKR_LOG_WARN, "cache %s: %s cannot be read (%s): left out of the copy", k->path, n->path,
+                 zerror(it->rc));
+        if (it->kind != ZKR__IT_KIDS) {
+            int is_root = n == k->root;
+            zkr__cnode_drop(k, n);
+            if (is_root)
+                k->root_seen = 1;
+        }
+        return 1;
+    }
     if (it->rc != ZOK && it->rc != ZNONODE) {
         /* no connection, or no memory: read it again */
         unsigned need = it->kind == ZKR__IT_KIDS     ? ZKR__NEED_KIDS

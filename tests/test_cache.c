@@ -713,6 +713,32 @@ static void test_free_from_listener(void)
     free(r);
 }
 
+/* A node the client may not read is left out, and the load still ends. */
+static void test_unreadable(void)
+{
+    char path[128], p[200];
+    zhandle_t *zh = zkt_raw();
+    base("cache-noread", path, sizeof path, zh);
+    mk(zh, path, "");
+    snprintf(p, sizeof p, "%s/open", path);
+    mk(zh, p, "o");
+    snprintf(p, sizeof p, "%s/closed", path);
+    struct ACL no_read_acl = {ZOO_PERM_ALL & ~ZOO_PERM_READ, {"world", "anyone"}};
+    struct ACL_vector no_read = {1, &no_read_acl};
+    CU_ASSERT_EQUAL(zoo_create(zh, p, "secret", 6, &no_read, 0, NULL, 0), ZOK);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    rec_t *r = calloc(1, sizeof *r);
+    rec_init(r);
+    zkr_cache_t *k = new_cache(c, path, ZKR_CACHE_TREE, -1, 1, r); /* initialized within the bound */
+    CU_ASSERT_EQUAL(zkr_cache_size(k), 2); /* the path and "open" */
+    zkr_cache_node_t *got = NULL;
+    CU_ASSERT_EQUAL(zkr_cache_get(k, p, &got), ZKR_ENONODE);
+    zkr_cache_free(k);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+    free(r);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("cache", NULL, NULL);
@@ -729,6 +755,7 @@ static void add_suites(void)
     CU_add_test(s, "without data: created and deleted (also hidden between two listings), never changed",
                 test_stat_only_events);
     CU_add_test(s, "a lost session: read again, only the differences told, INITIALIZED again", test_expiry);
+    CU_add_test(s, "a node the client may not read is left out; the load still ends", test_unreadable);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
     CU_add_test(s, "a listener that frees its own cache is refused; free from another thread", test_free_from_listener);
 }

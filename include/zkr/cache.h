@@ -12,7 +12,9 @@
  *
  * Rules (beyond <zkr/common.h>'s):
  *  - The cache never writes to the server.  Its path may not exist yet,
- *    and may be deleted and created again.
+ *    and may be deleted and created again.  A node the client may not
+ *    read (its ACL) is left out of the copy, with what is below it, and
+ *    logged.
  *  - Events come per node in the server's order: CREATED, CHANGED,
  *    DELETED, never twice the same, never CHANGED after DELETED without a
  *    CREATED between.  A change is decided by the node's czxid and mzxid,
