@@ -87,7 +87,21 @@ static void apply_read(zkr_cache_t *k, zkr__cnode_t *n, const zkr__citem_t *it)
     if (!n->live) {
         make_live(k, n, it); /* (its listing was sent with this read) */
     } else if (it->st.czxid > n->st.czxid) {
-        /* deleted and created again meanwhile: a new node, new children */
+        /* Deleted and created again meanwhile: a new node, new children.
+         * Unless its parent was too (then it goes with the parent, and
+         * comes back once, from the parent's new listing): read the
+         * parent again first, then this node, and apply it only if the
+         * parent is the same node and not itself in doubt. */
+        if (n->parent && (n->verify_czxid != it->st.czxid || n->parent->verify_czxid)) {
+            if (n->verify_czxid != it->st.czxid) {
+                n->verify_czxid = it->st.czxid;
+                zkr__cache_mark(k, n->parent, ZKR__NEED_DATA);
+            }
+            zkr__cache_unlist(k, n); /* behind the parent's read */
+            zkr__cache_mark(k, n, ZKR__NEED_DATA);
+            return;
+        }
+        n->verify_czxid = 0;
         zkr__cnode_drop_kids(k, n);
         n->live = 0;
         if (told(k, n)) {
@@ -100,13 +114,14 @@ static void apply_read(zkr_cache_t *k, zkr__cnode_t *n, const zkr__citem_t *it)
         return;
     } else if (it->st.czxid < n->st.czxid) {
         return; /* an older node's reply */
-    } else if (it->st.mzxid > n->st.mzxid) {
+    } else if (it->st.mzxid > n->st.mzxid && it->kind == ZKR__IT_DATA) {
         set_content(n, it);
-        if (it->kind == ZKR__IT_DATA && told(k, n))
+        if (told(k, n))
             zkr__cache_tell(k, ZKR_CACHE_CHANGED, n, 0);
-    } else if (it->st.pzxid > n->st.pzxid) {
-        zkr__stat_from(&n->st, &it->st); /* its children changed */
     }
+    /* (without data a node keeps the stat read when it appeared: the copy
+     * holds only what was told) */
+    n->verify_czxid = 0;
     /* a children change this read shows and no listing has: list again
      * (after a reconnection, the path's own read finds what was missed) */
     if (zkr__cache_lists(k, n) && n->listed && it->st.pzxid > n->kids_pzxid)
@@ -151,6 +166,13 @@ static void apply_kids(zkr_cache_t *k, zkr__cnode_t *n, const zkr__citem_t *it, 
 {
     if (it->rc == ZNONODE || !n->live)
         return; /* its own read tells (and its watch) */
+    if (it->st.czxid != n->st.czxid) {
+        /* the listing of another node at this path (created again): its
+         * own read decides, then it is listed again */
+        if (it->st.czxid > n->st.czxid)
+            zkr__cache_mark(k, n, ZKR__NEED_DATA);
+        return;
+    }
     if (n->listed && it->st.pzxid < n->kids_pzxid)
         return; /* older than the listing we have */
     size_t m = it->kids.n;

@@ -34,6 +34,8 @@ struct zkr__cnode {
     int listed; /* its children were listed (then kids_*) */
     int64_t kids_pzxid;
     int32_t kids_cversion;
+    int64_t verify_czxid; /* a read showed this new czxid: applied once its
+                             parent is read again and still the same node */
     unsigned need;  /* ZKR__NEED_* to send */
     uint64_t gen;   /* replies to older requests are ignored */
     zkr__cnode_t *dnext; /* on the dirty list */
