@@ -235,9 +235,9 @@ static void lock_free(tool_t *t)
 static int wait_connected(tool_t *t, int64_t deadline_ms)
 {
     if (deadline_ms < 0)
-        deadline_ms = zkrl_now_ms() + t->o.connect_timeout_ms;
+        deadline_ms = zkrt_now_ms() + t->o.connect_timeout_ms;
     for (;;) {
-        int64_t left = deadline_ms - zkrl_now_ms();
+        int64_t left = deadline_ms - zkrt_now_ms();
         int rc = zkr_client_wait_connected(t->c, left < 0 ? 0 : (left < SLICE_MS ? left : SLICE_MS));
         int sig = zkrl_abort_signal();
         if (sig) {
@@ -254,7 +254,7 @@ static int wait_connected(tool_t *t, int64_t deadline_ms)
             zkrl_err("cannot connect to %s: %s", t->o.hosts, zkr_strerror(rc));
             return exit_for(rc);
         }
-        if (zkrl_now_ms() >= deadline_ms)
+        if (zkrt_now_ms() >= deadline_ms)
             return ZKRL_EX_UNAVAILABLE;
     }
 }
@@ -301,11 +301,11 @@ static int acquire(tool_t *t)
         zkrl_err("cannot use lock %s: %s", o->path, zkr_strerror(rc));
         return exit_for(rc);
     }
-    int64_t start = zkrl_now_ms();
+    int64_t start = zkrt_now_ms();
     int64_t deadline = o->timeout_ms < 0 ? -1 : start + o->timeout_ms;
     zkrl_vlog("waiting for %s", o->path);
     for (;;) {
-        int64_t left = deadline < 0 ? -1 : deadline - zkrl_now_ms();
+        int64_t left = deadline < 0 ? -1 : deadline - zkrt_now_ms();
         if (deadline >= 0 && left < 0)
             left = 0;
         int sig;
@@ -314,7 +314,7 @@ static int acquire(tool_t *t)
              * for a signal between slices instead */
             rc = lock_acquire(t, left < 0 || left > SLICE_MS ? SLICE_MS : left);
             sig = zkrl_abort_signal();
-            if (rc == ZKR_ETIMEDOUT && !sig && (deadline < 0 || zkrl_now_ms() < deadline))
+            if (rc == ZKR_ETIMEDOUT && !sig && (deadline < 0 || zkrt_now_ms() < deadline))
                 continue;
         } else {
             zkrl_abort_arm(t->c, o->hosts);
@@ -329,14 +329,14 @@ static int acquire(tool_t *t)
         }
         if (rc == ZKR_OK)
             return 0;
-        if (rc == ZKR_ESESSIONLOST && (deadline < 0 || zkrl_now_ms() < deadline)) {
+        if (rc == ZKR_ESESSIONLOST && (deadline < 0 || zkrt_now_ms() < deadline)) {
             zkrl_vlog("session lost while waiting: queueing again");
-            int code = wait_connected(t, deadline < 0 ? zkrl_now_ms() + o->connect_timeout_ms : deadline);
+            int code = wait_connected(t, deadline < 0 ? zkrt_now_ms() + o->connect_timeout_ms : deadline);
             if (code == 0)
                 continue;
             if (code != ZKRL_EX_UNAVAILABLE)
                 return code;
-            if (deadline < 0 || zkrl_now_ms() < deadline) {
+            if (deadline < 0 || zkrt_now_ms() < deadline) {
                 zkrl_err("lost the connection to %s while waiting for %s", o->hosts, o->path);
                 return code;
             }
@@ -347,7 +347,7 @@ static int acquire(tool_t *t)
                 zkrl_err(t->latch ? "%s has another leader" : "%s is held by another process", o->path);
             else
                 zkrl_err(t->latch ? "leadership of %s not gained within %.1f s" : "%s not acquired within %.1f s",
-                         o->path, (double)(zkrl_now_ms() - start) / 1000.0);
+                         o->path, (double)(zkrt_now_ms() - start) / 1000.0);
             return o->conflict_code;
         }
         if (rc == ZKR_ENONODE && o->chroot) {
@@ -396,7 +396,7 @@ static void drain_events(watch_t *w)
 /* Decide from the hold's state; the poll timeout until the next decision. */
 static int check_hold(tool_t *t, watch_t *w)
 {
-    int64_t now = zkrl_now_ms();
+    int64_t now = zkrt_now_ms();
     int timeout = SLICE_MS;
     if (w->unsafe) {
         if (!w->killed && now - w->term_at >= t->o.kill_after_ms) {

@@ -4,6 +4,7 @@
  *   zkrl_opts.c     command line, --help, messages and exit codes
  *   zkrl_child.c    the child process and the signal thread
  *   zkrl_print.c    --print, and the raw ZooKeeper handle it needs
+ *   zkrt.c          what it shares with zkr-cache (tools/zkrt.h)
  *
  * The tool uses the library's public API only (<zkr/zkr.h>); a plain
  * ZooKeeper handle is opened where the API gives no answer (the session
@@ -17,6 +18,8 @@
 #include <zookeeper/zookeeper.h>
 
 #include <zkr/zkr.h>
+
+#include "tools/zkrt.h" /* shared with zkr-cache: escaping, numbers, paths, clock */
 
 /* Exit codes of zkr-lock itself (documented in --help and zkr-lock.1).  The
  * command's own status is passed through otherwise. */
@@ -73,12 +76,8 @@ void zkrl_log_init(int verbose, int quiet);
 void zkrl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A timestamped line on stderr, with --verbose only. */
 void zkrl_vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int64_t zkrl_now_ms(void);
 /* "SIGTERM" (thread-local buffer). */
 const char *zkrl_signame(int sig);
-/* A lock path the server would accept: "/a/b", no "//", no trailing "/",
- * no "." or ".." component, no control characters. */
-int zkrl_path_ok(const char *p);
 
 /* ---- zkrl_child.c ---- */
 

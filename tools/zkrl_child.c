@@ -121,10 +121,10 @@ static void *signal_main(void *arg)
             pthread_mutex_unlock(&abort_mu);
         }
         pthread_mutex_lock(&abort_mu);
-        if (abort_client && abort_sig && !session_ended && zkrl_now_ms() >= next_try_ms) {
+        if (abort_client && abort_sig && !session_ended && zkrt_now_ms() >= next_try_ms) {
             zkrl_vlog("%s while waiting: ending the session", zkrl_signame(abort_sig));
             session_ended = end_session_locked();
-            next_try_ms = zkrl_now_ms() + 200;
+            next_try_ms = zkrt_now_ms() + 200;
         }
         pthread_mutex_unlock(&abort_mu);
     }

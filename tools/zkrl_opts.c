@@ -1,7 +1,5 @@
 /* zkr-lock: the command line, --help, messages. */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -65,33 +63,6 @@ const char *zkrl_signame(int sig)
     else
         snprintf(buf, sizeof buf, "signal %d", sig);
     return buf;
-}
-
-int64_t zkrl_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int zkrl_path_ok(const char *p)
-{
-    if (!p || p[0] != '/' || p[1] == '\0' || strlen(p) > 1024)
-        return 0;
-    for (const char *s = p; *s; s++) {
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return 0;
-    }
-    const char *c = p + 1; /* each component */
-    for (;;) {
-        const char *e = strchr(c, '/');
-        size_t n = e ? (size_t)(e - c) : strlen(c);
-        if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-            return 0;
-        if (!e)
-            return 1;
-        c = e + 1;
-    }
 }
 
 static const char usage_text[] =
@@ -165,38 +136,14 @@ static int usage_error(const char *fmt, ...)
     return ZKRL_EX_USAGE;
 }
 
-/* Seconds, possibly fractional, >= 0; -1 if malformed. */
-static int64_t parse_seconds(const char *s)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !isfinite(v) || v < 0 || v > 1e8)
-        return -1;
-    int64_t ms = (int64_t)(v * 1000.0);
-    return (double)ms < v * 1000.0 ? ms + 1 : ms; /* round up */
-}
-
 /* An option in seconds: -1 (set) or the usage error. */
 static int seconds_opt(const char *name, const char *arg, int64_t *ms)
 {
-    int64_t v = parse_seconds(arg);
+    int64_t v = zkrt_parse_seconds(arg);
     if (v < 0)
         return usage_error("%s needs seconds, 0 or more: '%s'", name, arg);
     *ms = v;
     return -1;
-}
-
-/* An integer in [lo, hi]; 0 and *out, or -1. */
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end != '\0' || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 static int set_auth(zkrl_opts_t *o, const char *spec, const char *where)
@@ -252,13 +199,13 @@ static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
         o->hosts = arg;
         return -1;
     case OPT_SESSION:
-        if (parse_int(arg, 1, 3600000, &o->session_timeout_ms) != 0)
+        if (zkrt_parse_int(arg, 1, 3600000, &o->session_timeout_ms) != 0)
             return usage_error("--session-timeout needs milliseconds, 1 or more: '%s'", arg);
         return -1;
     case OPT_CONNECT:
         return seconds_opt("--connect-timeout", arg, &o->connect_timeout_ms);
     case OPT_CHROOT:
-        if (!zkrl_path_ok(arg))
+        if (!zkrt_path_ok(arg))
             return usage_error("--chroot needs an absolute ZooKeeper path: '%s'", arg);
         o->chroot = arg;
         return -1;
@@ -279,14 +226,14 @@ static int one_option(zkrl_opts_t *o, int c, char *arg, int *kinds)
     case 's':
         ++*kinds;
         o->kind = ZKRL_SEMAPHORE;
-        if (parse_int(arg, 1, 1000000, &o->leases) != 0)
+        if (zkrt_parse_int(arg, 1, 1000000, &o->leases) != 0)
             return usage_error("--semaphore needs a count from 1 to 1000000: '%s'", arg);
         return -1;
     case 't':
         return seconds_opt("--timeout", arg, &o->timeout_ms);
     case 'n': o->timeout_ms = 0; return -1;
     case 'E':
-        if (parse_int(arg, 0, 255, &o->conflict_code) != 0)
+        if (zkrt_parse_int(arg, 0, 255, &o->conflict_code) != 0)
             return usage_error("--conflict-exit-code needs a number from 0 to 255: '%s'", arg);
         return -1;
     case 'g':
@@ -347,7 +294,7 @@ int zkrl_parse(zkrl_opts_t *o, int argc, char **argv)
     if (optind >= argc)
         return usage_error("no LOCKPATH given");
     o->path = argv[optind++];
-    if (!zkrl_path_ok(o->path))
+    if (!zkrt_path_ok(o->path))
         return usage_error("LOCKPATH must be an absolute ZooKeeper path like /locks/name: '%s'", o->path);
     if (o->print) {
         if (optind < argc)

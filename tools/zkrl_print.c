@@ -13,7 +13,6 @@
 #include <time.h>
 
 #include "tools/zkrl.h"
-#include "util/util.h"
 
 void zkrl_noop_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
@@ -22,11 +21,11 @@ void zkrl_noop_watcher(zhandle_t *zh, int type, int state, const char *path, voi
 
 int zkrl_zh_wait(zhandle_t *zh, int64_t timeout_ms)
 {
-    int64_t end = zkrl_now_ms() + timeout_ms;
+    int64_t end = zkrt_now_ms() + timeout_ms;
     for (;;) {
         int st = zoo_state(zh);
         if (st == ZOO_CONNECTED_STATE || st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE ||
-            zkrl_now_ms() >= end)
+            zkrt_now_ms() >= end)
             return st;
         struct timespec ts = {0, 20 * 1000000L};
         nanosleep(&ts, NULL);
@@ -57,32 +56,10 @@ zhandle_t *zkrl_raw_open(const zkrl_opts_t *o)
     return zh;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (n bytes left) that is
- * not a C1 control (U+0080..U+009F, which terminals may act on), or 0. */
-static size_t utf8_printable(const unsigned char *p, size_t n)
-{
-    uint32_t cp;
-    size_t len = zkr__utf8_decode(p, n, &cp);
-    return len > 0 && cp > 0x9f ? len : 0;
-}
-
-/* Bytes from the server (names, ids) as text that cannot break the
- * one-per-line output nor reach the terminal as controls: control
- * characters (C0, DEL, C1), backslashes, bytes that are not well-formed
- * UTF-8 and, if `space`, spaces as \xNN. */
+/* Bytes from the server (names, ids) as text: see zkrt_put_escaped. */
 static void put_escaped_n(const char *s, size_t n, int space)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        size_t len = p[i] >= 0x80 ? utf8_printable(p + i, n - i) : 1;
-        if (len == 0 || p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\' || (space && p[i] == ' ')) {
-            printf("\\x%02x", p[i]);
-            i++;
-            continue;
-        }
-        fwrite(p + i, 1, len, stdout);
-        i += len;
-    }
+    zkrt_put_escaped(stdout, s, n, space);
 }
 
 static void put_escaped(const char *s)
