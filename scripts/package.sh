@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages: libzkrecipes2 (the shared library), libzkrecipes-dev
 # (headers, static library, pkg-config file, man pages) and zkr-lock (the
-# tool), built from debian/ with `dpkg-buildpackage -us -uc -b` in a clean
+# tools zkr-lock and zkr-cache), built from debian/ with `dpkg-buildpackage -us -uc -b` in a clean
 # copy of the tracked files (the source tree and its own build are left
 # alone), then checked with lintian.
 #

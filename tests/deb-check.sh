@@ -3,7 +3,7 @@
 # libzkrecipes-dev and zkr-lock into a scratch root (dpkg -x, no
 # installation), then build a program outside the tree against that root
 # with pkg-config alone (PKG_CONFIG_SYSROOT_DIR), shared and static, run
-# it, and run the packaged zkr-lock; then, if tests/api/run.sh exists, the
+# it, and run the packaged tools; then, if tests/api/run.sh exists, the
 # API test program it builds against the same root.  A package that misses
 # a header, the library, its .pc file or its links fails here.  Run by
 # .ci/run after scripts/package.sh:
@@ -60,9 +60,12 @@ if readelf -d "$root/app-static" | grep -q 'NEEDED.*libzkrecipes'; then
     echo "deb-check: the static link still needs libzkrecipes.so" >&2; exit 1
 fi
 "$root/app-static" >/dev/null
-# the tool and its manual
+# the tools and their manuals (both in the zkr-lock package)
 LD_LIBRARY_PATH=$libdir "$root/usr/bin/zkr-lock" --help >/dev/null
+LD_LIBRARY_PATH=$libdir "$root/usr/bin/zkr-cache" --help >/dev/null
 test -f "$root/usr/share/man/man1/zkr-lock.1.gz"
+test -f "$root/usr/share/man/man1/zkr-cache.1.gz"
+test -e "$root/usr/share/man/man3/zkr_cache_walk.3.gz"
 test -e "$root/usr/share/man/man3/zkr_mutex_acquire.3.gz"
 # the API test program (tests/api/), against the same unpacked root
 # (usr/include, usr/lib/$multiarch); before the trap removes it
@@ -73,4 +76,4 @@ if [ -f tests/api/run.sh ]; then
         { echo "deb-check: tests/api/run.sh failed against the unpacked packages" >&2; exit 1; }
     api="; tests/api/run.sh"
 fi
-echo "deb-check: ok (built and ran a program against the unpacked packages; zkr-lock --help$api)"
+echo "deb-check: ok (built and ran a program against the unpacked packages; zkr-lock --help, zkr-cache --help$api)"

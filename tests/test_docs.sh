@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The reference manual and the version macros, as installed.  Run by
 # `make check` (no ZooKeeper server needed):
-#   1. `make install DESTDIR=<temp>` puts every man page and one alias page
-#      per public function in place;
+#   1. `make install DESTDIR=<temp>` puts every man page (the tools' in
+#      section 1 too) and one alias page per public function in place;
 #   2. every page renders with `groff -ww` without a single warning, and
 #      `man -l` renders it;
 #   3. `man FUNCTION` finds a page for every alias (the .so links resolve);
@@ -39,7 +39,8 @@ for tool in groff man "$CC"; do
     command -v "$tool" >/dev/null || { echo "test_docs: $tool is missing (scripts/test.sh installs groff-base and man-db)"; }
 done
 
-pages=$(cd "$srcdir/man" && ls -- *.3 *.7)
+# the reference manual, and the tools' pages (zkr-lock.1, zkr-cache.1)
+pages="$(cd "$srcdir/man" && ls -- *.3 *.7) $(cd "$srcdir/tools" && ls -- *.1)"
 pages3=$(cd "$srcdir/man" && ls -- *.3)
 
 # ---- 1. install: every page and every alias is there ------------------------

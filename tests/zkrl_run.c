@@ -9,11 +9,17 @@
 #include "tests/zkrl_run.h"
 
 char zkrl_workdir[256];
+const char *zkrl_tool = "zkr-lock";
 
 const char *tool_bin(void)
 {
-    const char *b = getenv("ZKR_LOCK_BIN");
-    return b && *b ? b : "tools/zkr-lock";
+    static char bin[256];
+    int cache = strcmp(zkrl_tool, "zkr-cache") == 0;
+    const char *b = getenv(cache ? "ZKR_CACHE_BIN" : "ZKR_LOCK_BIN");
+    if (b && *b)
+        return b;
+    snprintf(bin, sizeof bin, "tools/%s", zkrl_tool);
+    return bin;
 }
 
 /* A file name in the work directory (static buffer per slot 0..7). */
@@ -120,11 +126,13 @@ int contains(const char *path, const char *needle)
     return r;
 }
 
-/* stderr of a failure: exactly one line of zkr-lock's own, "zkr-lock:
+/* stderr of a failure: exactly one line of the tool's own, "zkr-lock:
  * ..." containing what (the command may have written lines of its own). */
 void assert_one_line(const char *err, const char *what)
 {
-    int ours = lines_with(err, "zkr-lock: ");
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s: ", zkrl_tool);
+    int ours = lines_with(err, prefix);
     char *t = slurp(err);
     CU_ASSERT_EQUAL(ours, 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, what));
@@ -205,7 +213,7 @@ int zkrl_suite_init(void)
     if (!mkdtemp(zkrl_workdir))
         return 1;
     if (access(tool_bin(), X_OK) != 0) {
-        fprintf(stderr, "test_zkrlock: %s not found (run from the build directory)\n", tool_bin());
+        fprintf(stderr, "%s: %s not found (run from the build directory)\n", zkrl_tool, tool_bin());
         return 1;
     }
     return 0;

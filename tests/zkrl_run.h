@@ -1,6 +1,6 @@
-/* Running the built zkr-lock from the CUnit suite test_zkrlock.c: start it
- * with fork/exec, give its commands files to record in, read them back.
- * Every wait is bounded. */
+/* Running the built zkr-lock from the CUnit suite test_zkrlock.c (and
+ * zkr-cache from test_zkrcache.c): start it with fork/exec, give its
+ * commands files to record in, read them back.  Every wait is bounded. */
 #ifndef ZKRL_RUN_H
 #define ZKRL_RUN_H
 
@@ -13,11 +13,15 @@
 /* The suite's temporary directory (made by the suite's init). */
 extern char zkrl_workdir[256];
 
-/* The binary: $ZKR_LOCK_BIN, else tools/zkr-lock (the build directory's). */
+/* Which tool the suite runs: "zkr-lock" (the default) or "zkr-cache"; set
+ * before the suite's init. */
+extern const char *zkrl_tool;
+/* The binary: $ZKR_LOCK_BIN (zkr-cache: $ZKR_CACHE_BIN), else
+ * tools/<tool> (the build directory's). */
 const char *tool_bin(void);
 /* A file name in the work directory (static buffer per slot 0..7). */
 const char *wfile(const char *name);
-/* Start zkr-lock with args (NULL-terminated); stdout and stderr to the given
+/* Start the tool with args (NULL-terminated); stdout and stderr to the given
  * files (NULL: /dev/null). */
 pid_t start_tool(const char *out, const char *err, const char *const *args);
 /* The same, waited for (bounded): its exit status, 128+signal, or -1. */
@@ -30,7 +34,7 @@ int lines_with(const char *path, const char *prefix);
 /* Wait until path has n lines starting with prefix; 1 if it did. */
 int wait_lines(const char *path, const char *prefix, int n, int ms);
 int contains(const char *path, const char *needle);
-/* stderr of a failure: exactly one line of zkr-lock's own ("zkr-lock:
+/* stderr of a failure: exactly one line of the tool's own ("zkr-lock:
  * ..."), containing what. */
 void assert_one_line(const char *err, const char *what);
 void touch(const char *path);
