@@ -1,12 +1,17 @@
 // The Curator 5.4 peer of the benchmark suite (scripts/bench.sh).  One JVM
 // stays up for the whole run, so the JIT is warm after the first (discarded)
 // run of each scenario.  Line protocol on stdin, one answer line each:
-//   run SCENARIO SECONDS [COUNT]   ->  RESULT impl=curator scenario=... (as zkr_bench)
+//   run SCENARIO SECONDS [COUNT [PROXY]]  ->  RESULT impl=curator scenario=... (as zkr_bench)
 //   quit
-// Scenarios and their shape are those of tests/bench/zkr_bench.c.
+// Scenarios and their shape are those of tests/bench/zkr_bench.c.  The cache
+// scenarios (tests/bench/bench_cache.c) are named SCENARIO/treecache or
+// SCENARIO/curatorcache; cacheresync needs PROXY, HOST:PORT/CONTROL_PORT of
+// `zkr_bench -c proxy`.
 // Benchmarks print figures; they never assert a speed.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -16,9 +21,15 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.TreeCache;
+import org.apache.curator.framework.recipes.cache.TreeCacheEvent;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
@@ -29,6 +40,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorBench {
@@ -415,6 +427,359 @@ public class CuratorBench {
                 (held - before) / (double) n);
     }
 
+    // ---- caches (tests/bench/bench_cache.c is the C side) ----
+    // The trees are made by the harness (zkr_bench -c cachetree): a base, 100
+    // children c000.., N/100 grandchildren g0000.. under each.  Requests: the
+    // server's mntr packets_received deltas, less this side's own four-letter
+    // words in between (the server counts each as a packet).
+
+    static final int KIDS = 100, RESYNC_K = 10;
+
+    static String fourLetter(String word) throws Exception {
+        String hp = hosts.split(",")[0];
+        int i = hp.lastIndexOf(':');
+        try (Socket s = new Socket(hp.substring(0, i), Integer.parseInt(hp.substring(i + 1)))) {
+            s.getOutputStream().write(word.getBytes(StandardCharsets.US_ASCII));
+            s.getOutputStream().flush();
+            return new String(s.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    static double mntr(String key) throws Exception {
+        for (String ln : fourLetter("mntr").split("\n")) {
+            String[] kv = ln.split("\t");
+            if (kv.length == 2 && kv[0].equals(key)) return Double.parseDouble(kv[1].trim());
+        }
+        throw new IllegalStateException("mntr: no " + key);
+    }
+
+    static double packets() throws Exception { return mntr("zk_packets_received"); }
+
+    static double wchsTotal() throws Exception {
+        String s = fourLetter("wchs");
+        int i = s.indexOf("Total watches:");
+        if (i < 0) throw new IllegalStateException("wchs: " + s);
+        return Double.parseDouble(s.substring(i + "Total watches:".length()).trim().split("\\s+")[0]);
+    }
+
+    static String leafPath(String base, int n, int i) {
+        int per = n / KIDS;
+        return String.format("%s/c%03d/g%04d", base, i / per, i % per);
+    }
+
+    static void needTree(String base, int n) throws Exception {
+        byte[] d = client(0).checkExists().forPath(base) == null ? null : client(0).getData().forPath(base);
+        if (d == null || !new String(d, StandardCharsets.UTF_8).equals("tree n=" + n))
+            throw new IllegalStateException(base + ": no tree of " + n + " (zkr_bench -c cachetree -N " + n + " -b " + base + ")");
+    }
+
+    /** A session of its own for one cache, connected. */
+    static CuratorFramework freshClient(String h) throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(h, 20000, 15000, new RetryNTimes(3, 100));
+        c.start();
+        if (!c.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            c.close();
+            throw new IllegalStateException("no connection to " + h);
+        }
+        return c;
+    }
+
+    /** TreeCache or CuratorCache (with data, the defaults otherwise), and what its listener is told. */
+    static final class JCache {
+        final TreeCache tc;
+        final CuratorCache cc;
+        final String base;
+        final CountDownLatch initialized = new CountDownLatch(1);
+        volatile double initMs;
+        final AtomicLong events = new AtomicLong();
+        final Object mon = new Object();
+        String wantPath;  // a NODE_UPDATED / change awaited (under mon)
+        byte[] wantData;
+        boolean got;
+        double gotMs;
+
+        JCache(String kind, CuratorFramework c, String base) {
+            this.base = base;
+            if (kind.equals("treecache")) {
+                cc = null;
+                tc = TreeCache.newBuilder(c, base).setCacheData(true).build();
+                tc.getListenable().addListener((cf, ev) -> {
+                    events.incrementAndGet();
+                    if (ev.getType() == TreeCacheEvent.Type.INITIALIZED) {
+                        initMs = nowMs();
+                        initialized.countDown();
+                    } else if (ev.getType() == TreeCacheEvent.Type.NODE_UPDATED) {
+                        changed(ev.getData());
+                    }
+                });
+            } else if (kind.equals("curatorcache")) {
+                tc = null;
+                cc = CuratorCache.build(c, base);
+                cc.listenable().addListener(CuratorCacheListener.builder()
+                        .forCreates(d -> events.incrementAndGet())
+                        .forDeletes(d -> events.incrementAndGet())
+                        .forChanges((o, d) -> { events.incrementAndGet(); changed(d); })
+                        .forInitialized(() -> { initMs = nowMs(); initialized.countDown(); })
+                        .build());
+            } else {
+                throw new IllegalArgumentException("cache kind " + kind);
+            }
+        }
+
+        void changed(ChildData d) {
+            double now = nowMs();
+            synchronized (mon) {
+                if (wantPath != null && !got && d != null && wantPath.equals(d.getPath())
+                        && Arrays.equals(wantData, d.getData())) {
+                    got = true;
+                    gotMs = now;
+                    mon.notifyAll();
+                }
+            }
+        }
+
+        void start() throws Exception {
+            if (tc != null) tc.start(); else cc.start();
+        }
+
+        void awaitInitialized() throws Exception {
+            if (!initialized.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("not initialized in 60 s");
+        }
+
+        byte[] data(String path) {
+            if (tc != null) {
+                ChildData d = tc.getCurrentData(path);
+                return d == null ? null : d.getData();
+            }
+            return cc.get(path).map(ChildData::getData).orElse(null);
+        }
+
+        int count(String path) {
+            java.util.Map<String, ChildData> kids = tc.getCurrentChildren(path);
+            int n = 1;
+            if (kids != null)
+                for (String k : kids.keySet()) n += count(path + "/" + k);
+            return n;
+        }
+
+        int size() { return tc != null ? count(base) : cc.size(); }
+
+        void close() { if (tc != null) tc.close(); else cc.close(); }
+    }
+
+    static String cacheLoad(String kind, double seconds) throws Exception {
+        String base = "/zkr-bench/cache10k";
+        needTree(base, 10000);
+        double[] ms = new double[64];
+        int loads = 0, nodes = 0;
+        double req = 0, end = nowMs() + seconds * 1e3;
+        while (loads < 64 && (loads == 0 || nowMs() < end)) {
+            CuratorFramework c = freshClient(hosts);
+            try {
+                JCache k = new JCache(kind, c, base);
+                double p0 = packets(), t0 = nowMs();
+                k.start();
+                k.awaitInitialized();
+                double p1 = packets();
+                ms[loads++] = k.initMs - t0;
+                nodes = k.size();
+                req += p1 - p0 - 1;
+                k.close();
+            } finally {
+                c.close();
+            }
+        }
+        double[] v = Arrays.copyOf(ms, loads);
+        Arrays.sort(v);
+        double secs = 0;
+        for (double x : v) secs += x / 1e3;
+        return String.format("RESULT impl=%s scenario=cacheload10k threads=1 sessions=1 ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=load errors=0 nodes=%d req_per_node=%.3f", kind, loads, secs,
+                loads / secs, v[(loads - 1) / 2], v[(int) ((loads - 1) * 0.99)], nodes, req / ((double) loads * Math.max(1, nodes)));
+    }
+
+    static String cacheLatency(String kind, int count) throws Exception {
+        String base = "/zkr-bench/cache1k";
+        int n = 1000;
+        needTree(base, n);
+        CuratorFramework writer = client(0);
+        CuratorFramework c = freshClient(hosts);
+        try {
+            JCache k = new JCache(kind, c, base);
+            k.start();
+            k.awaitInitialized();
+            Lat lat = new Lat();
+            long seed = ProcessHandle.current().pid() * 2654435761L;
+            int errors = 0;
+            double p0 = packets(), t0 = nowMs();
+            for (int i = 0; i < count; i++) {
+                seed = (seed * 1103515245L + 12345L) & 0xffffffffL;
+                String path = leafPath(base, n, (int) ((seed >>> 8) % n));
+                byte[] data = ("w" + ProcessHandle.current().pid() + "-" + (++runNo)).getBytes(StandardCharsets.UTF_8);
+                synchronized (k.mon) { k.wantPath = path; k.wantData = data; k.got = false; }
+                double a0 = nowMs();
+                writer.setData().forPath(path, data);
+                synchronized (k.mon) {
+                    long until = System.currentTimeMillis() + 10000;
+                    while (!k.got && System.currentTimeMillis() < until)
+                        k.mon.wait(Math.max(1, until - System.currentTimeMillis()));
+                    if (k.got) lat.add(k.gotMs - a0);
+                    else if (++errors > 10) throw new IllegalStateException("changes not told");
+                    k.wantPath = null;
+                }
+            }
+            double secs = (nowMs() - t0) / 1e3, p1 = packets();
+            k.close();
+            double[] all = Arrays.copyOf(lat.v, lat.n);
+            Arrays.sort(all);
+            int m = all.length;
+            return String.format("RESULT impl=%s scenario=cachelatency threads=1 sessions=2 ops=%d secs=%.3f rate=%.1f "
+                    + "p50_ms=%.3f p99_ms=%.3f lat=change errors=%d req_per_change=%.3f", kind, m, secs, m / secs,
+                    m > 0 ? all[(m - 1) / 2] : 0, m > 0 ? all[(int) ((m - 1) * 0.99)] : 0, errors,
+                    (p1 - p0 - 1) / Math.max(1, m));
+        } finally {
+            c.close();
+        }
+    }
+
+    static String cacheWatches(String kind) throws Exception {
+        String base = "/zkr-bench/cache10k";
+        needTree(base, 10000);
+        CuratorFramework c = freshClient(hosts);
+        try {
+            JCache k = new JCache(kind, c, base);
+            double d0 = wchsTotal(), a0 = mntr("zk_watch_count"), t0 = nowMs();
+            k.start();
+            k.awaitInitialized();
+            double ms = k.initMs - t0;
+            double d1 = wchsTotal(), a1 = mntr("zk_watch_count");
+            int nodes = k.size();
+            double nn = Math.max(1, nodes);
+            k.close();
+            return String.format("RESULT impl=%s scenario=cachewatches threads=1 sessions=1 ops=%d secs=%.3f rate=%.1f "
+                    + "p50_ms=%.3f p99_ms=%.3f lat=load errors=0 nodes=%d data_watches=%.0f all_watches=%.0f "
+                    + "data_per_node=%.4f all_per_node=%.4f", kind, nodes, ms / 1e3, nodes / (ms / 1e3), ms, ms, nodes,
+                    d1 - d0, a1 - a0, (d1 - d0) / nn, (a1 - a0) / nn);
+        } finally {
+            c.close();
+        }
+    }
+
+    /** The proxy's control connection (zkr_bench -c proxy). */
+    static final class ProxyCtl implements AutoCloseable {
+        final Socket s;
+        final BufferedReader in;
+        final OutputStream out;
+
+        ProxyCtl(int port) throws Exception {
+            s = new Socket("127.0.0.1", port);
+            in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
+            out = s.getOutputStream();
+        }
+
+        void cmd(String c) throws Exception {
+            out.write((c + "\n").getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            String a = in.readLine();
+            if (a == null || !a.startsWith("OK")) throw new IllegalStateException("proxy: " + c + ": " + a);
+        }
+
+        public void close() throws Exception { s.close(); }
+    }
+
+    static String cacheResync(String kind, String proxy) throws Exception {
+        if (proxy == null || proxy.indexOf('/') < 0)
+            throw new IllegalArgumentException("cacheresync needs PROXY HOST:PORT/CONTROL_PORT");
+        String base = "/zkr-bench/cache10k";
+        int n = 10000;
+        needTree(base, n);
+        String phosts = proxy.substring(0, proxy.indexOf('/'));
+        CuratorFramework writer = client(0);
+        try (ProxyCtl ctl = new ProxyCtl(Integer.parseInt(proxy.substring(proxy.indexOf('/') + 1)))) {
+            CuratorFramework c = freshClient(phosts);
+            try {
+                Object smon = new Object();
+                boolean[] suspended = {false};
+                double[] reconnected = {-1};
+                c.getConnectionStateListenable().addListener((cf, st) -> {
+                    double now = nowMs();
+                    synchronized (smon) {
+                        if (st == ConnectionState.SUSPENDED) suspended[0] = true;
+                        if (st == ConnectionState.RECONNECTED && suspended[0] && reconnected[0] < 0) reconnected[0] = now;
+                        smon.notifyAll();
+                    }
+                });
+                JCache k = new JCache(kind, c, base);
+                k.start();
+                k.awaitInitialized();
+                long seed = ProcessHandle.current().pid() * 2654435761L ^ System.currentTimeMillis();
+                List<String> paths = new ArrayList<>();
+                List<byte[]> vals = new ArrayList<>();
+                while (paths.size() < RESYNC_K) {
+                    seed = (seed * 1103515245L + 12345L) & 0xffffffffL;
+                    String p = leafPath(base, n, (int) ((seed >>> 8) % n));
+                    if (paths.contains(p)) continue;
+                    paths.add(p);
+                    vals.add(("r" + ProcessHandle.current().pid() + "-" + paths.size() + "-" + seed).getBytes(StandardCharsets.UTF_8));
+                }
+                long session0 = c.getZookeeperClient().getZooKeeper().getSessionId();
+                ctl.cmd("stall 1");
+                ctl.cmd("cut");
+                synchronized (smon) {
+                    long until = System.currentTimeMillis() + 10000;
+                    while (!suspended[0] && System.currentTimeMillis() < until)
+                        smon.wait(Math.max(1, until - System.currentTimeMillis()));
+                    if (!suspended[0]) throw new IllegalStateException("the client did not see the cut");
+                }
+                for (int i = 0; i < RESYNC_K; i++)
+                    writer.setData().forPath(paths.get(i), vals.get(i));
+                double p0 = packets(), t0 = nowMs();
+                ctl.cmd("stall 0");
+                double heldMs = -1;
+                while (nowMs() - t0 < 60000) {
+                    boolean all = true;
+                    for (int i = 0; i < RESYNC_K && all; i++)
+                        all = Arrays.equals(k.data(paths.get(i)), vals.get(i));
+                    if (all) { heldMs = nowMs() - t0; break; }
+                    LockSupport.parkNanos(200_000);
+                }
+                // quiet: three polls 100 ms apart, each no more than 2 requests
+                // (other idle sessions' pings) past the one before
+                double plast = packets(), quietAt = nowMs();
+                int polls = 1;
+                for (int still = 0; still < 3 && nowMs() - t0 < 60000;) {
+                    Thread.sleep(100);
+                    double p = packets();
+                    polls++;
+                    if (p - plast - 1 > 2) { still = 0; quietAt = nowMs(); } else still++;
+                    plast = p;
+                }
+                double req = plast - polls - p0, recMs;
+                synchronized (smon) { recMs = reconnected[0] < 0 ? -1 : reconnected[0] - t0; }
+                long session1 = c.getZookeeperClient().getZooKeeper().getSessionId();
+                int nodes = k.size();
+                k.close();
+                int errors = (heldMs < 0 ? 1 : 0) + (session1 != session0 ? 1 : 0);
+                return String.format("RESULT impl=%s scenario=cacheresync threads=1 sessions=2 ops=%d secs=%.3f rate=%.1f "
+                        + "p50_ms=%.3f p99_ms=%.3f lat=resync errors=%d changed=%d nodes=%d reconnect_ms=%.3f quiet_ms=%.0f "
+                        + "req=%.0f same_session=%d", kind, RESYNC_K, heldMs / 1e3, heldMs > 0 ? RESYNC_K / (heldMs / 1e3) : 0,
+                        heldMs, heldMs, errors, RESYNC_K, nodes, recMs, quietAt - t0, req, session1 == session0 ? 1 : 0);
+            } finally {
+                c.close();
+            }
+        }
+    }
+
+    static String runCache(String name, String kind, double seconds, int count, String proxy) throws Exception {
+        switch (name) {
+        case "cacheload10k": return cacheLoad(kind, seconds);
+        case "cachelatency": return cacheLatency(kind, count > 0 ? count : 2000);
+        case "cachewatches": return cacheWatches(kind);
+        case "cacheresync": return cacheResync(kind, proxy);
+        default: throw new IllegalArgumentException("scenario " + name);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         hosts = args[0];
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -427,9 +792,13 @@ public class CuratorBench {
             if (w[0].equals("quit")) break;
             String out;
             try {
-                if (!w[0].equals("run") || w.length < 3) throw new IllegalArgumentException("usage: run SCENARIO SECONDS [N]");
+                if (!w[0].equals("run") || w.length < 3) throw new IllegalArgumentException("usage: run SCENARIO SECONDS [N [PROXY]]");
                 int count = w.length > 3 ? Integer.parseInt(w[3]) : 0;
-                switch (w[1]) {
+                int slash = w[1].indexOf('/');
+                if (slash > 0) {
+                    out = runCache(w[1].substring(0, slash), w[1].substring(slash + 1), Double.parseDouble(w[2]), count,
+                            w.length > 4 ? w[4] : null);
+                } else switch (w[1]) {
                 case "waiters": out = runWaiters(count > 0 ? count : 1000); break;
                 case "heap": out = runHeap(count > 0 ? count : 10000); break;
                 case "latch10": out = runHandover(w[1], true, 10, Double.parseDouble(w[2])); break;

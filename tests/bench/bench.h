@@ -67,5 +67,9 @@ int bench_heap(const bench_cfg_t *cfg, int held);
 /* Leader election (bench_leader.c): hand-over and join; count participants
  * (0: the scenario's). */
 int bench_leader(const bench_cfg_t *cfg, int count);
+/* The cache and the proxy (bench_cache.c): impl "zkr" or "zkrnodata";
+ * count: cachetree's nodes, cachelatency's changes (0: the default);
+ * proxy: "HOST:PORT/CONTROL_PORT" for cacheresync. */
+int bench_cache(const bench_cfg_t *cfg, const char *impl, int count, const char *proxy);
 
 #endif

@@ -52,12 +52,53 @@ LEADER_PLAN = [
     ("selectorjoin100", "100 LeaderSelector participants (10 sessions) join: until all are listed and the "
      "first leads", ["curator"]),
 ]
+# caches (tests/bench/bench_cache.c, CuratorBench.java): times, requests and
+# watches, not a rate: their own table, ratio = peer / zkrecipes (> 1:
+# zkrecipes took less, sent fewer, set fewer).  The trees are made once
+# before the rounds (not timed) and shared by every implementation.
+CACHE_PLAN = [
+    ("cacheload10k", "initial load of a 10,000-node tree (10,101 cached nodes): start until INITIALIZED, "
+     "a session of its own per load", ["treecache", "curatorcache"]),
+    ("cachelatency", "change to event: one writer (its own session) sets random leaves of a 1,000-node "
+     "cached tree, one at a time", ["treecache", "curatorcache"]),
+    ("cachewatches", "server watches per cached node, 10,000-node tree (before start, after INITIALIZED)",
+     ["zkrnodata", "treecache", "curatorcache"]),
+    ("cacheresync", "10,000-node tree: connection cut by a proxy (session kept), 10 leaves changed, "
+     "then reconnected", ["treecache", "curatorcache"]),
+]
+# metrics of the cache table: (label, how to get it from a result)
+def _f(key, scale=1.0):
+    return lambda r: float(r[key]) * scale if r and key in r and float(r[key]) >= 0 else None
+
+
+CACHE_METRICS = {
+    "cacheload10k": [("ms until INITIALIZED (p50 of the run's loads)", _f("p50_ms"), 0),
+                     ("requests per cached node", _f("req_per_node"), 3),
+                     ("client CPU ms per load (whole process)", _f("cli_us_per_op", 1e-3), 0),
+                     ("server CPU ms per load", _f("srv_us_per_op", 1e-3), 0)],
+    "cachelatency": [("p50 ms", _f("p50_ms"), 3), ("p99 ms", _f("p99_ms"), 3),
+                     ("requests per change (the set included)", _f("req_per_change"), 2)],
+    "cachewatches": [("data watches per node (wchs)", _f("data_per_node"), 4),
+                     ("all watches per node (mntr zk_watch_count)", _f("all_per_node"), 4),
+                     ("data watches, all watches (totals)", lambda r: None, 0)],
+    "cacheresync": [("ms until the 10 changes are held", _f("p50_ms"), 0),
+                    ("ms until reconnected", _f("reconnect_ms"), 0),
+                    ("ms from reconnected until held",
+                     lambda r: float(r["p50_ms"]) - float(r["reconnect_ms"])
+                     if r and float(r.get("reconnect_ms", -1)) >= 0 and float(r["p50_ms"]) >= 0 else None, 0),
+                    ("requests from reconnection until quiet", _f("req"), 0)],
+}
 PEER_NAMES = {
     "zkr": "zkrecipes", "floor": "C floor create+delete", "floor2": "C floor create+list+delete",
     "floor64": "C floor create+delete, 64 sessions", "curator": "Curator 5.4", "kazoo": "Kazoo 2.8",
     "redis": "Redis SET NX PX + Lua delete", "zkrblock": "zkrecipes blocking (a thread each)",
+    "treecache": "Curator 5.4 TreeCache", "curatorcache": "Curator 5.4 CuratorCache",
+    "zkrnodata": "zkrecipes without data (opt.data 0)",
 }
-C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock", "zkrbase"}
+PROXY, PROXY_WHY = None, "not started"  # cacheresync's proxy (main)
+C_IMPLS = {"zkr", "floor", "floor2", "floor64", "redis", "zkrblock", "zkrbase", "zkrnodata"}
+# peers served by another peer's process: impl -> (process, scenario suffix)
+PEER_PROC = {"treecache": ("curator", "/treecache"), "curatorcache": ("curator", "/curatorcache")}
 
 
 def log(msg):
@@ -177,6 +218,10 @@ def run_c(impl, scen, seconds, count=0, cycles=0, wrapper=None):
             (["--spread"] if spread else [])
     if impl == "floor64":
         argv += ["-S", "64"]
+    if scen == "cacheresync":
+        if not PROXY:
+            return None, "no proxy (%s)" % PROXY_WHY
+        argv += ["-P", PROXY]
     if impl == "redis":
         if not ARGS.redis:
             return None, "no Redis server (install redis-server)"
@@ -227,12 +272,17 @@ def run_one(impl, scen, seconds, count=0):
         r, why = run_c(impl, scen, seconds, count)
         cli1 = children_cpu()
     else:
-        peer = PEERS.get(impl)
+        proc, suffix = PEER_PROC.get(impl, (impl, ""))
+        peer = PEERS.get(proc)
         if peer is None or not peer.proc:
             return None, peer.why if peer else "not started"
+        if scen == "cacheresync" and not PROXY:
+            return None, "no proxy (%s)" % PROXY_WHY
         pid = peer.proc.pid
         cli0 = proc_cpu(pid)
-        r, why = peer.ask("run %s %s %d" % (scen, seconds, count), timeout=max(300, seconds * 30))
+        r, why = peer.ask("run %s%s %s %d%s" % (scen, suffix, seconds, count,
+                                                 " " + PROXY if scen == "cacheresync" else ""),
+                          timeout=max(300, seconds * 30))
         cli1 = proc_cpu(pid)
     srv1 = proc_cpu(ARGS.server_pid) if ARGS.server_pid else None
     after = mntr(ARGS.hosts)
@@ -353,8 +403,68 @@ def leader_table(lplan, results, whys):
     return out
 
 
+def cache_table(cplan, results, whys):
+    """Caches: per scenario, metric and peer, the medians over the rounds and
+    the median of the per-round ratios peer / zkrecipes."""
+    out = ["", "Caches (lower is better; ratio = peer / zkrecipes per round, median, the per-round ratios in "
+           "brackets: > 1 means zkrecipes took less time, sent fewer requests or set fewer watches):", "",
+           "| scenario | metric | peer | zkrecipes | peer | ratio peer / zkr |",
+           "|---|---|---|---|---|---|"]
+    for scen, desc0, peers in cplan:
+        z = results.get((scen, "zkr"), [])
+        first = [True]
+        for label, get, nd in CACHE_METRICS[scen]:
+            for impl in peers:
+                # the scenario on its first row only
+                desc, first[0] = ("%s: %s" % (scen, desc0) if first[0] else ""), False
+                p = results.get((scen, impl), [])
+                if not any(p) or not any(z):
+                    out.append("| %s | %s | %s | %s | n/a: %s | - |" % (
+                        desc, label, PEER_NAMES[impl],
+                        "n/a: " + whys.get((scen, "zkr"), "")[:60].replace("|", "/") if not any(z) else
+                        fmt(med([get(r) for r in z]), nd),
+                        whys.get((scen, impl), "no result")[:80].replace("|", "/")))
+                    continue
+                if label.endswith("(totals)"):  # raw counts, no ratio
+                    tot = lambda rs: "%s, %s" % (fmt(med([float(r["data_watches"]) for r in rs if r])),
+                                                 fmt(med([float(r["all_watches"]) for r in rs if r])))
+                    out.append("| %s | %s | %s | %s | %s | - |" % (desc, label, PEER_NAMES[impl], tot(z), tot(p)))
+                    continue
+                rr = [get(b) / get(a) for a, b in zip(z, p)
+                      if a and b and get(a) is not None and get(b) is not None and get(a) > 0]
+                rf = lambda x: "%.2f" % x if x >= 0.1 else "%.2g" % x
+                out.append("| %s | %s | %s | %s | %s | %s |" % (
+                    desc, label, PEER_NAMES[impl], fmt(med([get(r) for r in z]), nd), fmt(med([get(r) for r in p]), nd),
+                    "**%sx** (%s)" % (rf(med(rr)), " ".join(rf(x) for x in rr)) if rr else "-"))
+    out.append("")
+    out.append("(cacheload10k: every run loads again for its seconds, each load on a new session; the figure of a "
+               "run is the median of its loads; client CPU is the whole process's (session set-up included; the "
+               "JVM's for Curator), per load. cachewatches: CuratorCache's one persistent recursive watch is counted "
+               "by the server in its data and its child watch tables. cacheresync: the Java client waits 1 s before "
+               "it connects again to a one-server ensemble, then 0-1 s at random; requests are counted from the "
+               "proxy letting bytes through until the server is quiet, less the scenario's own mntr reads.)")
+    return out
+
+
+def start_proxy():
+    """`zkr_bench -c proxy` in front of the server: (HOST:PORT/CONTROL_PORT, process) or (None, why)."""
+    try:
+        p = subprocess.Popen([ARGS.driver, "-i", "zkr", "-c", "proxy", "-z", ARGS.hosts], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=open(os.path.join(ARGS.workdir, "proxy.err"), "w"),
+                             text=True)
+    except OSError as e:
+        return None, str(e)
+    r, _, _ = select.select([p.stdout], [], [], 10)
+    line = p.stdout.readline().split() if r else []
+    if len(line) != 3 or line[0] != "PROXY":
+        p.kill()
+        p.wait()
+        return None, "the proxy did not start (see proxy.err)"
+    return "%s/%s" % (line[1], line[2]), p
+
+
 def main():
-    global ARGS, PEERS
+    global ARGS, PEERS, PROXY, PROXY_WHY
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", required=True)
     ap.add_argument("--redis", default="")
@@ -382,11 +492,16 @@ def main():
     plan = [p for p in PLAN if wanted is None or p[0] in wanted]
     if wanted is not None and "leader" in wanted:
         wanted |= {p[0] for p in LEADER_PLAN}
+    if wanted is not None and "cache" in wanted:
+        wanted |= {p[0] for p in CACHE_PLAN}
     lplan = [p for p in LEADER_PLAN if wanted is None or p[0] in wanted]
+    # the caches are not part of "all" (bench.sh --scenarios cache)
+    cplan = [p for p in CACHE_PLAN if wanted is not None and p[0] in wanted]
     if ARGS.base_driver:
         PEER_NAMES["zkrbase"] = "zkrecipes %s" % ARGS.base_label
         plan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in plan]
         lplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in lplan]
+        cplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in cplan]
     extra = [s for s in ("heap", "cpu") if wanted is None or s in wanted]
     t_start = time.time()
 
@@ -398,12 +513,26 @@ def main():
         os.environ.update(ZKR_PEER_MAIN="CuratorBench", ZKR_PEER_SRC=os.path.join(TOP, "tests/bench/CuratorBench.java"),
                           ZKR_PEER_JVM="-Xmx512m", ZKR_INTEROP_CLASSES=os.path.join(ARGS.workdir, "classes"))
         PEERS["curator"] = LinePeer("curator", ["bash", os.path.join(TOP, "tests/interop/peer.sh"), ARGS.hosts], 180)
-    if not ARGS.no_kazoo:
+    if not ARGS.no_kazoo and any("kazoo" in peers for _, _, peers in plan):
         PEERS["kazoo"] = LinePeer("kazoo", ["/usr/bin/python3", os.path.join(TOP, "tests/bench/kazoo_bench.py"),
                                             ARGS.hosts], 60)
     for name, p in PEERS.items():
         if p.why:
             log("bench: %s peer unavailable: %s" % (name, p.why))
+
+    # the caches' trees (not timed) and the proxy of cacheresync
+    PROXY, PROXY_WHY, proxy_proc = None, "", None
+    if cplan:
+        for n, base in ((10000, "/zkr-bench/cache10k"), (1000, "/zkr-bench/cache1k")):
+            p = subprocess.run([ARGS.driver, "-i", "zkr", "-c", "cachetree", "-z", ARGS.hosts, "-N", str(n), "-b", base],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+            log("bench: cache tree %s: %s" % (base, (p.stderr.strip() or "there").splitlines()[-1]))
+        if any(scen == "cacheresync" for scen, _, _ in cplan):
+            PROXY, proxy_proc = start_proxy()
+            if PROXY is None:
+                PROXY_WHY = proxy_proc
+                proxy_proc = None
+                log("bench: no proxy: %s" % PROXY_WHY)
 
     # JIT warm-up: every scenario once on the JVM, not counted
     cur = PEERS.get("curator")
@@ -412,11 +541,17 @@ def main():
             if "curator" in peers:
                 log("bench: warming the JVM up: %s" % scen)
                 cur.ask("run %s %s %d" % (scen, ARGS.seconds, min(ARGS.waiters, 200)), timeout=300)
+        for scen, _, peers in cplan:
+            for impl in peers:
+                if PEER_PROC.get(impl, ("",))[0] == "curator" and (scen != "cacheresync" or PROXY):
+                    log("bench: warming the JVM up: %s %s" % (scen, impl))
+                    cur.ask("run %s%s %s %d%s" % (scen, PEER_PROC[impl][1], min(ARGS.seconds, 2), 200,
+                                                  " " + PROXY if scen == "cacheresync" else ""), timeout=300)
 
     results = {}  # (scen, impl) -> [result or None per round]
     whys = {}
     for rnd in range(ARGS.rounds):
-        for scen, _, peers in plan + lplan:
+        for scen, _, peers in plan + lplan + cplan:
             impls = ["zkr"] + peers
             k = rnd % len(impls)
             order = impls[k:] + impls[:k]
@@ -490,6 +625,8 @@ def main():
 
     if lplan:
         lines.extend(leader_table(lplan, results, whys))
+    if cplan:
+        lines.extend(cache_table(cplan, results, whys))
     if "heap" in extra:
         lines.append("")
         lines.append("Heap per held lock, %d mutexes held at once by one thread, one client:" % ARGS.heap)
@@ -511,6 +648,13 @@ def main():
 
     for p in PEERS.values():
         p.close()
+    if proxy_proc:
+        proxy_proc.stdin.close()
+        try:
+            proxy_proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proxy_proc.kill()
+            proxy_proc.wait()
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(ARGS.out, "w") as f:

@@ -6,6 +6,7 @@
  *
  *   zkr_bench -i IMPL -c SCENARIO -z HOSTS [-r REDIS_HOST:PORT] [-t SECONDS]
  *             [-n CYCLES] [-S SESSIONS] [-T THREADS] [-N COUNT] [-b BASE]
+ *             [-P PROXY_HOST:PORT/CONTROL_PORT]
  *
  * IMPL: zkr, floor (create + delete), floor2 (create + list + delete), redis.
  * SCENARIO: uncontended, threads64, contended4, contended16, multilock5,
@@ -13,7 +14,10 @@
  * time) and heap (-N held locks, heap bytes per held lock) for zkr;
  * latch10, selector10 (leader hand-over, -N participants, timed) and
  * latchjoin100, selectorjoin100 (-N participants join) for zkr
- * (bench_leader.c).
+ * (bench_leader.c); cacheload10k, cachelatency (-N changes), cachewatches,
+ * cacheresync (-P: a proxy started by `-c proxy`) for zkr and zkrnodata
+ * (the cache without data), and the set-up cachetree (-N nodes under -b)
+ * and proxy (bench_cache.c).
  * With -n every thread does exactly CYCLES operations (used under
  * callgrind).  Benchmarks print figures; they never assert a speed. */
 #include <errno.h>
@@ -49,6 +53,12 @@ static const scenario_t scenarios[] = {
     {"selector10", BK_MUTEX, 10, 10, 1, 0, 0, 1},
     {"latchjoin100", BK_MUTEX, 100, 10, 1, 0, 0, 0},
     {"selectorjoin100", BK_MUTEX, 100, 10, 1, 0, 0, 0},
+    {"cacheload10k", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"cachelatency", BK_MUTEX, 1, 2, 0, 0, 0, 0},
+    {"cachewatches", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"cacheresync", BK_MUTEX, 1, 2, 0, 0, 0, 0},
+    {"cachetree", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"proxy", BK_MUTEX, 1, 1, 0, 0, 0, 0},
 };
 
 double bench_now_ms(void)
@@ -252,8 +262,9 @@ static int run_timed(const bench_cfg_t *cfg, const bench_impl_t *impl)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: zkr_bench -i zkr|floor|floor2|redis -c SCENARIO -z HOSTS [-r HOST:PORT]\n"
+    fprintf(stderr, "usage: zkr_bench -i zkr|zkrnodata|floor|floor2|redis -c SCENARIO -z HOSTS [-r HOST:PORT]\n"
                     "                 [-t SECONDS] [-n CYCLES] [-S SESSIONS] [-T THREADS] [-N COUNT] [-b BASE]\n"
+                    "                 [-P PROXY_HOST:PORT/CONTROL_PORT]\n"
                     "scenarios:");
     for (size_t i = 0; i < sizeof scenarios / sizeof *scenarios; i++)
         fprintf(stderr, " %s", scenarios[i].name);
@@ -267,8 +278,8 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof cfg);
     cfg.seconds = 4;
     int sessions = 0, threads = 0, count = 0, opt;
-    const char *impl_name = NULL, *scen = NULL, *base = NULL;
-    while ((opt = getopt(argc, argv, "i:c:z:r:t:n:S:T:N:b:")) != -1) {
+    const char *impl_name = NULL, *scen = NULL, *base = NULL, *proxy = NULL;
+    while ((opt = getopt(argc, argv, "i:c:z:r:t:n:S:T:N:b:P:")) != -1) {
         switch (opt) {
         case 'i': impl_name = optarg; break;
         case 'c': scen = optarg; break;
@@ -280,6 +291,7 @@ int main(int argc, char **argv)
         case 'T': threads = atoi(optarg); break;
         case 'N': count = atoi(optarg); break;
         case 'b': base = optarg; break;
+        case 'P': proxy = optarg; break;
         default: usage();
         }
     }
@@ -293,6 +305,12 @@ int main(int argc, char **argv)
             s = &scenarios[i];
     if (!s)
         usage();
+    if (strncmp(s->name, "cache", 5) == 0 || strcmp(s->name, "proxy") == 0) {
+        cfg.scenario = s->name;
+        cfg.impl = impl_name;
+        cfg.base = base ? base : "/zkr-bench/cache10k";
+        return bench_cache(&cfg, impl_name, count, proxy);
+    }
     const bench_impl_t *impl = NULL;
     if (strcmp(impl_name, "zkr") == 0)
         impl = &bench_impl_zkr;
