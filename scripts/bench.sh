@@ -26,7 +26,7 @@
 # semaphore semaphore16 read4 rw90 waiters async8 loop64 heap cpu, and the
 # leader election's latch10 selector10 latchjoin100 selectorjoin100 ("leader":
 # those four) (default: all).  The caches, against Curator's TreeCache and
-# CuratorCache, are NOT in "all" (about 3 more minutes at the default rounds):
+# CuratorCache, are NOT in "all" (about 2 more minutes at the default rounds):
 # name them, or "cache" for the four: cacheload10k (initial load of a
 # 10,000-node tree), cachelatency (change to event), cachewatches (server
 # watches per cached node), cacheresync (after a reconnection through a
