@@ -224,6 +224,33 @@ static void apply_state(zkr_cache_t *k, zkr_state_t state)
         k->session = session;
 }
 
+/* Bytes of the paths the cache watches (what the C client sends again,
+ * in one SetWatches packet, at every reconnection). */
+static size_t watched_bytes(const zkr_cache_t *k, const zkr__cnode_t *n)
+{
+    size_t one = strlen(n->path) + 4; /* (each path is length-prefixed) */
+    size_t b = (n->live && (k->opt.data || n->depth == 0) ? one : 0) + (n->listed ? one : 0);
+    for (size_t i = 0; i < n->nkids; i++)
+        b += watched_bytes(k, n->kids[i]);
+    return b;
+}
+
+/* ZooKeeper 3.8's C client sends every watched path in one packet at a
+ * reconnection; past the server's jute.maxbuffer (1 MB by default) the
+ * server drops the connection, every time: the client never reconnects. */
+#define SETWATCHES_WARN_BYTES (768u * 1024u)
+
+static void check_watch_budget(zkr_cache_t *k)
+{
+    size_t b = watched_bytes(k, k->root);
+    if (b > SETWATCHES_WARN_BYTES)
+        zkr__log(k->c, ZKR_LOG_WARN,
+                 "cache %s: its watches take %zu bytes of paths, which the ZooKeeper C client sends in one packet "
+                 "at every reconnection; a server refuses a packet over its jute.maxbuffer (1 MB by default): "
+                 "cache less (max_depth, a filter, a chroot), or raise jute.maxbuffer",
+                 k->path, b);
+}
+
 /* Nothing to read and nothing out: the copy is the server's. */
 static void settle(zkr_cache_t *k)
 {
@@ -231,13 +258,19 @@ static void settle(zkr_cache_t *k)
         return;
     pthread_mutex_lock(&k->in->mu);
     int tell = !k->initialized || k->resyncing;
+    pthread_mutex_unlock(&k->in->mu);
+    /* queued before zkr_cache_wait_initialized can return: a listener set
+     * after it is told nothing of the first load */
+    if (tell) {
+        zkr__cache_tell(k, ZKR_CACHE_INITIALIZED, NULL, 0);
+        check_watch_budget(k);
+    }
+    pthread_mutex_lock(&k->in->mu);
     k->initialized = 1;
     k->resyncing = 0;
     k->fresh = k->connected;
     pthread_cond_broadcast(&k->in->cond);
     pthread_mutex_unlock(&k->in->mu);
-    if (tell)
-        zkr__cache_tell(k, ZKR_CACHE_INITIALIZED, NULL, 0);
 }
 
 static void *cache_main(void *arg)
@@ -367,7 +400,7 @@ int zkr_cache_new(zkr_cache_t **out, zkr_client_t *c, const char *path, const zk
         return ZKR_EINVAL; /* (1.1 on: an earlier struct is read as far as it goes) */
     if (opt)
         o = *opt;
-    if (!out || !c || !zkr__path_valid(path) || o.shape < ZKR_CACHE_NODE || o.shape > ZKR_CACHE_TREE)
+    if (!out || !c || !zkr__path_readable(path) || o.shape < ZKR_CACHE_NODE || o.shape > ZKR_CACHE_TREE)
         return ZKR_EINVAL;
     zkr_cache_t *k = calloc(1, sizeof *k);
     zkr__inbox_t *in = calloc(1, sizeof *in);
@@ -472,6 +505,28 @@ int zkr_cache_is_fresh(zkr_cache_t *k)
     return fresh && zkr_client_is_connected(k->c);
 }
 
+static void unwatch(zhandle_t *zh, zkr_cache_t *k, zkr__cnode_t *n)
+{
+    /* local: no request (ZooKeeper 3.8's C client removes a watch from the
+     * server only all at once, other watchers on the path included); a
+     * path without our watch is refused at once */
+    zoo_remove_watches(zh, n->path, ZWATCHTYPE_ANY, zkr__sub_watcher(), k->sub, 1);
+    for (size_t i = 0; i < n->nkids; i++)
+        unwatch(zh, k, n->kids[i]);
+}
+
+/* The cache's watches go with it from the C client, which would otherwise
+ * keep a record of each for the session's life and send them all again at
+ * every reconnection.  The server's copies go when they fire (to nobody)
+ * or with the session. */
+static int unwatch_fn(zhandle_t *zh, int64_t session, void *arg)
+{
+    zkr_cache_t *k = arg;
+    if (session == k->session)
+        unwatch(zh, k, k->root);
+    return ZKR_OK;
+}
+
 void zkr_cache_free(zkr_cache_t *k)
 {
     if (!k)
@@ -488,8 +543,11 @@ void zkr_cache_free(zkr_cache_t *k)
     int started = k->started;
     pthread_cond_broadcast(&k->in->cond);
     pthread_mutex_unlock(&k->in->mu);
-    if (started)
+    if (started) {
         pthread_join(k->thread, NULL);
+        if (zkr_client_state(k->c) != ZKR_STATE_CLOSED)
+            zkr_client_with_handle(k->c, unwatch_fn, k);
+    }
     if (k->listening)
         zkr_client_remove_listener(k->c, on_state, k);
     cache_destroy(k);

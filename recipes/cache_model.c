@@ -188,6 +188,7 @@ void zkr__cache_mark(zkr_cache_t *k, zkr__cnode_t *n, unsigned need)
         return;
     n->dirty = 1;
     n->dnext = NULL;
+    n->dprev = k->dirty_tail;
     if (k->dirty_tail)
         k->dirty_tail->dnext = n;
     else
@@ -199,21 +200,17 @@ void zkr__cache_unlist(zkr_cache_t *k, zkr__cnode_t *n)
 {
     if (!n->dirty)
         return;
-    zkr__cnode_t *prev = NULL;
-    for (zkr__cnode_t *d = k->dirty_head; d; prev = d, d = d->dnext) {
-        if (d != n)
-            continue;
-        if (prev)
-            prev->dnext = d->dnext;
-        else
-            k->dirty_head = d->dnext;
-        if (k->dirty_tail == d)
-            k->dirty_tail = prev;
-        break;
-    }
+    if (n->dprev)
+        n->dprev->dnext = n->dnext;
+    else
+        k->dirty_head = n->dnext;
+    if (n->dnext)
+        n->dnext->dprev = n->dprev;
+    else
+        k->dirty_tail = n->dprev;
     n->dirty = 0;
     n->need = 0;
-    n->dnext = NULL;
+    n->dnext = n->dprev = NULL;
 }
 
 /* ---- copies and events ------------------------------------------------------------- */
@@ -340,7 +337,7 @@ static int visible(const zkr_cache_t *k, const zkr__cnode_t *n)
 static int inside(const zkr_cache_t *k, const char *path)
 {
     size_t rl = strlen(k->path);
-    return zkr__path_valid(path) && strncmp(path, k->path, rl) == 0 &&
+    return zkr__path_readable(path) && strncmp(path, k->path, rl) == 0 &&
            (path[rl] == '\0' || path[rl] == '/' || rl == 1);
 }
 

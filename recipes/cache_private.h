@@ -38,7 +38,7 @@ struct zkr__cnode {
                              parent is read again and still the same node */
     unsigned need;  /* ZKR__NEED_* to send */
     uint64_t gen;   /* replies to older requests are ignored */
-    zkr__cnode_t *dnext; /* on the dirty list */
+    zkr__cnode_t *dnext, *dprev; /* on the dirty list */
     int dirty;
 };
 

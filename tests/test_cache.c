@@ -528,7 +528,24 @@ static void budget(int data)
            ch);
     CU_ASSERT_EQUAL(d, data ? 11 : 1); /* each node's own; stat only: the path's exists watch */
     CU_ASSERT_EQUAL(ch, 1);            /* the path's children (depth 1 is the last level) */
+    pthread_mutex_lock(&r->mu);
+    int told = r->n;
+    pthread_mutex_unlock(&r->mu);
     zkr_cache_free(k);
+    /* its watches went with it from the client: a change fires them on the
+     * server, to nobody (the session stays, and so does the client) */
+    for (int i = 0; i < 10; i++) {
+        snprintf(p, sizeof p, "%s/n%d", path, i);
+        zoo_set(zh, p, "y", 1, -1);
+    }
+    snprintf(p, sizeof p, "%s/n10", path);
+    mk(zh, p, "x");
+    zoo_set(zh, path, "y", 1, -1);
+    zkt_sleep_ms(200);
+    pthread_mutex_lock(&r->mu);
+    CU_ASSERT_EQUAL(r->n, told); /* nothing told after the free */
+    pthread_mutex_unlock(&r->mu);
+    CU_ASSERT_TRUE(zkr_client_is_connected(c));
     zkr_client_close(c);
     zkt_raw_close(zh);
     free(r);
@@ -690,6 +707,37 @@ static void test_bad_input(void)
     zkr_client_close(c);
 }
 
+/* "/" and ZooKeeper's own tree may be cached (only read). */
+static void test_root(void)
+{
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_cache_options_t opt;
+    zkr_cache_options_init(&opt);
+    opt.max_depth = 1;
+    zkr_cache_t *k = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_cache_new(&k, c, "/", &opt), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_cache_start(k), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_cache_wait_initialized(k, WAIT_MS), ZKR_OK);
+    zkr_cache_node_t *n = NULL;
+    CU_ASSERT_EQUAL(zkr_cache_get(k, "/", &n), ZKR_OK);
+    zkr_cache_node_free(n);
+    CU_ASSERT_EQUAL(zkr_cache_get(k, "/zookeeper", &n), ZKR_OK);
+    CU_ASSERT_TRUE(n && strcmp(n->path, "/zookeeper") == 0);
+    zkr_cache_node_free(n);
+    char **names = NULL;
+    size_t cnt = 0;
+    CU_ASSERT_EQUAL(zkr_cache_children(k, "/", &names, &cnt), ZKR_OK);
+    int found = 0;
+    for (size_t i = 0; i < cnt; i++)
+        found |= strcmp(names[i], "zookeeper") == 0;
+    CU_ASSERT_TRUE(found);
+    zkr_strings_free(names, cnt);
+    zkr_cache_free(k);
+    CU_ASSERT_EQUAL(zkr_cache_new(&k, c, "/zookeeper", NULL), ZKR_OK);
+    zkr_cache_free(k);
+    zkr_client_close(c);
+}
+
 static void test_free_from_listener(void)
 {
     char path[128], p[200];
@@ -748,7 +796,8 @@ static void add_suites(void)
     CU_add_test(s, "a subtree: depth, filter, parents before children, children deleted before parents", test_tree);
     CU_add_test(s, "random writers: the copy ends as the server's tree, every node's events valid",
                 test_random_writers);
-    CU_add_test(s, "watch budget with data: one data watch per node, one children watch per listed node",
+    CU_add_test(s, "watch budget with data: one data watch per node, one children watch per listed node; "
+                   "nothing told after free",
                 test_budget);
     CU_add_test(s, "watch budget without data: children watches and the path's exists watch only",
                 test_budget_stat_only);
@@ -757,6 +806,7 @@ static void add_suites(void)
     CU_add_test(s, "a lost session: read again, only the differences told, INITIALIZED again", test_expiry);
     CU_add_test(s, "a node the client may not read is left out; the load still ends", test_unreadable);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
+    CU_add_test(s, "\"/\" and /zookeeper may be cached", test_root);
     CU_add_test(s, "a listener that frees its own cache is refused; free from another thread", test_free_from_listener);
 }
 

@@ -17,7 +17,8 @@ static int is_bad_code_point(uint32_t cp)
     return cp <= 0x1f || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0;
 }
 
-int zkr__path_valid(const char *path)
+/* read_only: "/" and the reserved tree are fine (a path read, not written). */
+static int path_check(const char *path, int read_only)
 {
     size_t len, i, start;
     size_t rlen = sizeof(ZKR__RESERVED) - 1;
@@ -29,11 +30,11 @@ int zkr__path_valid(const char *path)
     if (len > ZKR__PATH_MAX)
         return 0;
     if (len == 1) /* "/" itself: a lock needs a directory of its own */
-        return 0;
+        return read_only;
     if (path[len - 1] == '/')
         return 0;
     /* ZooKeeper's reserved tree */
-    if (strncmp(path, ZKR__RESERVED, rlen) == 0 &&
+    if (!read_only && strncmp(path, ZKR__RESERVED, rlen) == 0 &&
         (path[rlen] == '\0' || path[rlen] == '/'))
         return 0;
 
@@ -63,6 +64,16 @@ int zkr__path_valid(const char *path)
         start = i + 1;
     }
     return 1;
+}
+
+int zkr__path_valid(const char *path)
+{
+    return path_check(path, 0);
+}
+
+int zkr__path_readable(const char *path)
+{
+    return path_check(path, 1);
 }
 
 char *zkr__path_child(const char *parent, size_t clen, char **child)

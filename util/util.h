@@ -19,6 +19,9 @@
  * 0 otherwise (including NULL). */
 #define ZKR__PATH_MAX 1024
 int zkr__path_valid(const char *path);
+/* The same for a path only read (a cache's): "/" and ZooKeeper's own
+ * /zookeeper tree are fine too. */
+int zkr__path_readable(const char *path);
 
 /* Malloc'd "parent/child" (child must not contain '/'); NULL on ENOMEM or bad
  * input.  parent "/" gives "/child". */

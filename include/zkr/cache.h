@@ -34,6 +34,12 @@
  *    nodes, and the path's own stat (one request).  After a lost session
  *    it reads everything again and tells only what differs, then
  *    ZKR_CACHE_INITIALIZED again.
+ *  - A limit of ZooKeeper 3.8's C client: at a reconnection it sends the
+ *    paths of all the session's watches in one packet, which a server
+ *    refuses past its jute.maxbuffer (1 MB by default): the client then
+ *    never reconnects.  A cache whose watched paths pass 768 KiB says so
+ *    in the log when initialized; cache less (max_depth, a filter, a
+ *    chroot in the hosts string) or raise the servers' jute.maxbuffer.
  *  - Reads (zkr_cache_get, _children, _walk) are served from the copy,
  *    from any thread, each consistent in itself; while the connection is
  *    down the copy may be stale: zkr_cache_is_fresh says 0. */
@@ -128,8 +134,9 @@ ZKR_EXTERN void zkr_cache_options_init_size(zkr_cache_options_t *opt, size_t siz
 
 /* A cache of `path` (opt NULL: the defaults).  Nothing is read until
  * zkr_cache_start.  Returns ZKR_OK, ZKR_EINVAL (out, c NULL; a path
- * ZooKeeper would refuse; an unknown shape; opt->size too small or too
- * large), ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
+ * ZooKeeper would refuse: "/" and /zookeeper are fine; an unknown shape;
+ * opt->size too small or too large), ZKR_ECLOSED, ZKR_ENOMEM,
+ * ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_cache_new(zkr_cache_t **out, zkr_client_t *c, const char *path, const zkr_cache_options_t *opt);
 
 /* The listener (NULL removes it), any time until freed: told the events
@@ -147,7 +154,9 @@ ZKR_EXTERN int zkr_cache_set_listener(zkr_cache_t *cache, zkr_cache_fn fn, void 
  * ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_cache_start(zkr_cache_t *cache);
 
-/* Wait until the first load is done (ZKR_CACHE_INITIALIZED).  Returns
+/* Wait until the first load is done: its events, ZKR_CACHE_INITIALIZED
+ * last, are queued for the listener (they may still be running; a
+ * listener set after this returns is told none of them).  Returns
  * ZKR_OK (at once if done), ZKR_EINVAL, ZKR_ESTATE (not started),
  * ZKR_ETIMEDOUT, ZKR_ECLOSED (the client closed). */
 ZKR_EXTERN int zkr_cache_wait_initialized(zkr_cache_t *cache, int64_t timeout_ms);
@@ -185,7 +194,9 @@ ZKR_EXTERN size_t zkr_cache_size(zkr_cache_t *cache);
 
 /* Stop and free: after it returns the listener is not running (unless
  * called from it: not allowed, logged, nothing done) and will not run
- * again.  NULL is a no-op. */
+ * again.  Its watches leave the C client at once (no request: the
+ * server's copies go when they fire, to nobody, or with the session).
+ * NULL is a no-op. */
 ZKR_EXTERN void zkr_cache_free(zkr_cache_t *cache);
 
 /* "CREATED", "CHANGED", "DELETED", "INITIALIZED", "STATE"; "UNKNOWN"
