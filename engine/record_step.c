@@ -417,6 +417,9 @@ void zkr__record_step(zkr_client_t *c, zkr__record_t *op)
         rc = ZKR_ETIMEDOUT; /* past the grace, with requests in flight */
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
+    if (rc == 0 && !mine->path && op->phase == ZKR__PH_RECOVER &&
+        (lost_state || (have_session && session != op->csession)))
+        rc = ZKR_ESESSIONLOST; /* what a create with a lost reply made went with its session */
     if (rc != 0) {
         /* on_created and on_lease_ahead took the creates' answers: what is
          * left is listings (fail deletes our nodes; a lost reply's prefix
