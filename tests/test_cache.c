@@ -229,6 +229,8 @@ static zkr_cache_t *new_cache(zkr_client_t *c, const char *path, zkr_cache_shape
     CU_ASSERT_EQUAL(zkr_cache_set_listener(k, on_event, r), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_cache_start(k), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_cache_wait_initialized(k, WAIT_MS), ZKR_OK);
+    /* the first load's events are queued by then, maybe not all told yet */
+    CU_ASSERT_TRUE(wait_events(r, ZKR_CACHE_INITIALIZED, NULL, 1));
     return k;
 }
 
