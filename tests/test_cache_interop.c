@@ -410,6 +410,22 @@ static void test_node_curator_writer(void)
  * writes children and grandchildren (only the children are cached, the
  * path itself is never told); the path deleted with all below it, and
  * created again. */
+
+typedef struct path_gone {
+    zkr_cache_t *cache;
+    const char *path;
+} path_gone_t;
+
+static int path_gone(void *arg)
+{
+    path_gone_t *g = arg;
+    char **names = NULL;
+    size_t n = 0;
+    int rc = zkr_cache_children(g->cache, g->path, &names, &n);
+    zkr_strings_free(names, n);
+    return rc == ZKR_ENONODE;
+}
+
 static void test_children_curator_writer(void)
 {
     char p[128];
@@ -439,6 +455,9 @@ static void test_children_curator_writer(void)
      * ENONODE; back with one child */
     CU_ASSERT_TRUE(jis("OK", "rmr %s", p));
     converge(&t, raw, CC_CMP_ALL);
+    /* (the children may go before the path's own deletion is read) */
+    path_gone_t g = {t.cache, p};
+    CU_ASSERT_TRUE(zkt_wait_for(path_gone, &g, 20000));
     char **names = NULL;
     size_t count = 7;
     CU_ASSERT_EQUAL(zkr_cache_children(t.cache, p, &names, &count), ZKR_ENONODE);
