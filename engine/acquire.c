@@ -65,8 +65,6 @@ int zkr__acquire(const zkr__async_target_t *t, int64_t deadline, zkr__node_t *ou
         op->need_look = 1;
     }
     pthread_mutex_lock(&c->mu);
-    if (op->phase == ZKR__PH_RECOVER)
-        op->recover_live = c->have_session && c->session_id == op->csession && c->sm.state != ZKR_STATE_LOST;
     int rc = zkr__record_add_locked(c, op);
     if (rc != ZKR_OK) {
         pthread_mutex_unlock(&c->mu);

@@ -147,10 +147,6 @@ struct zkr__record {
     int decided;               /* the queue stage's first listing has decided */
     int watching_first;        /* next in line: the watched node is first */
     int recover_tries;
-    int recover_live;          /* recovery of a create sent while its session
-                                  lived: that session lost, what it made went
-                                  with it (ZKR_ESESSIONLOST); one sent while
-                                  LOST belongs to the next session */
     char *rpath;               /* recovery: our node, found by its prefix */
     char *cpath;               /* the create's path (until it is answered) */
     zkr__zcreate_t z;          /* the create, through the handle's combiner */

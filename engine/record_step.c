@@ -146,9 +146,6 @@ static int on_created(zkr_client_t *c, zkr__record_t *op, zkr__news_t *nw)
          * (Curator's way) before creating again. */
         op->phase = ZKR__PH_RECOVER;
         op->need_look = 1;
-        pthread_mutex_lock(&c->mu);
-        op->recover_live = c->have_session && c->session_id == op->csession && c->sm.state != ZKR_STATE_LOST;
-        pthread_mutex_unlock(&c->mu);
     } else if (reply_lost(nw, rc)) {
         zkr__lost_create_delete_later(c, zkr__record_stage_dir(op), op->uuid, op->csession);
     }
@@ -420,9 +417,6 @@ void zkr__record_step(zkr_client_t *c, zkr__record_t *op)
         rc = ZKR_ETIMEDOUT; /* past the grace, with requests in flight */
     if (rc == 0 && mine->path && (lost_state || (have_session && session != mine->session)))
         rc = ZKR_ESESSIONLOST; /* our node went with the session */
-    if (rc == 0 && !mine->path && op->phase == ZKR__PH_RECOVER && op->recover_live &&
-        (lost_state || (have_session && session != op->csession)))
-        rc = ZKR_ESESSIONLOST; /* what a create with a lost reply made went with its session */
     if (rc != 0) {
         /* on_created and on_lease_ahead took the creates' answers: what is
          * left is listings (fail deletes our nodes; a lost reply's prefix

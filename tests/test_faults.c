@@ -300,36 +300,32 @@ static void test_waiter_session_lost(void)
     CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, acq_thread, &w), 0);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 2, 10000));
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
-    CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 20000));
-    if (!atomic_load(&w.done)) {
-        int64_t sid = 0;
-        zkr_client_session(b, &sid, NULL);
-        fprintf(stderr, "waiter still waiting 20 s after the stall began: client %s, session 0x%llx\n",
-                zkr_state_name(zkr_client_state(b)), (long long)sid);
-        /* Where every thread is (gdb is on developer machines; skipped if not). */
-        char cmd[128];
-        snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' >&2 2>/dev/null", (int)getpid());
-        if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
-            fprintf(stderr, "(gdb could not attach)\n");
-    }
-    int joined = 0;
-    if (atomic_load(&w.done)) {
-        acq_finish(&w, t);
-        joined = 1;
-    }
-    CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
+    /* Two outcomes, both right.  Its node known: ZKR_ESESSIONLOST once the
+     * client says LOST (its place went with the session).  Its create's
+     * reply caught in the stall: it cannot know whether it had a place, so
+     * it waits on (-1) and queues again in the next session, as an acquire
+     * started while LOST does (test_promises): it gets the lock once the
+     * link is back and the holder releases. */
+    int waited_on = !zkt_wait_for(acq_done, &w, 20000);
+    if (waited_on)
+        printf("\n    the waiter's create reply was caught in the stall: it waits into the next session ");
+    else
+        CU_ASSERT_EQUAL(w.rc, ZKR_ESESSIONLOST);
     CU_ASSERT_TRUE(zkt_wait_children(raw, p, 1, 10000)); /* only the holder */
     zkt_proxy_cut(px);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0); /* cut while stalled: only new connections move */
     CU_ASSERT_EQUAL(zkr_client_wait_connected(b, 15000), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_mutex_release(ma), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
-    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
-    if (!joined) {
-        CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    if (waited_on) {
+        CU_ASSERT_TRUE(zkt_wait_for(acq_done, &w, 15000));
+        CU_ASSERT_EQUAL(w.rc, ZKR_OK);
+        CU_ASSERT_EQUAL(acq_finish(&w, t), ZKR_OK);
+    } else {
         acq_finish(&w, t);
+        CU_ASSERT_EQUAL(zkr_mutex_acquire(mb, 10000), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_mutex_release(mb), ZKR_OK);
     }
+    CU_ASSERT_TRUE(zkt_wait_children(raw, p, 0, 10000));
     zkt_raw_close(raw);
     zkr_mutex_free(ma);
     zkr_mutex_free(mb);
