@@ -283,7 +283,9 @@ static void *cache_main(void *arg)
         zkr__citem_t *items = in->head;
         in->head = in->tail = NULL;
         int64_t now = zkr__now_ms();
-        int can_send = k->dirty_head && k->inflight < WINDOW && (k->connected ? now >= retry_at : now >= retry_at + 4 * RETRY_MS);
+        /* (without a connection, fewer tries) */
+        int64_t send_at = k->connected ? retry_at : retry_at + 4 * RETRY_MS;
+        int can_send = k->dirty_head && k->inflight < WINDOW && now >= send_at;
         if (!items && !can_send) {
             int64_t until = now + POLL_MS;
             if (k->dirty_head && retry_at > now && retry_at < until)

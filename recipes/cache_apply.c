@@ -12,8 +12,6 @@
 
 #include "recipes/cache_private.h"
 
-#define NAME_MAX_LEN 1023 /* longer names from the server are left out */
-
 int zkr__cache_lists(const zkr_cache_t *k, const zkr__cnode_t *n)
 {
     if (k->opt.shape == ZKR_CACHE_NODE)
@@ -137,7 +135,7 @@ static int by_name(const void *a, const void *b)
 static int good_name(zkr_cache_t *k, const char *name)
 {
     size_t len = strlen(name);
-    if (len > 0 && len <= NAME_MAX_LEN && !strchr(name, '/') && strcmp(name, ".") != 0 &&
+    if (len > 0 && len <= ZKR__CACHE_NAME_MAX && !strchr(name, '/') && strcmp(name, ".") != 0 &&
         strcmp(name, "..") != 0)
         return 1;
     zkr__log(k->c, ZKR_LOG_WARN, "cache %s: a child name the server gave is left out (%zu bytes)", k->path, len);

@@ -99,7 +99,7 @@ zkr__cnode_t *zkr__cnode_find(const zkr_cache_t *k, const char *path)
     if (*rest != '/')
         return NULL;
     zkr__cnode_t *n = k->root;
-    char name[1024];
+    char name[ZKR__CACHE_NAME_MAX + 1];
     while (n && *rest == '/') {
         const char *end = strchr(rest + 1, '/');
         size_t len = end ? (size_t)(end - rest - 1) : strlen(rest + 1);
@@ -244,6 +244,11 @@ void zkr_cache_node_free(zkr_cache_node_t *node)
 
 int zkr__cache_tell(zkr_cache_t *k, zkr_cache_event_type_t type, const zkr__cnode_t *n, zkr_state_t state)
 {
+    pthread_mutex_lock(&k->emu);
+    int listening = k->fn != NULL;
+    pthread_mutex_unlock(&k->emu);
+    if (!listening)
+        return ZKR_OK; /* no listener: nothing to copy (one set later hears what comes after) */
     zkr__cevent_t *e = calloc(1, sizeof *e);
     if (e && n && !(e->node = node_copy(n))) {
         free(e);

@@ -9,6 +9,10 @@
 #include "recipes/recipes.h"
 #include "zkr/cache.h"
 
+/* The longest child name cached (bytes); longer names from the server are
+ * left out. */
+#define ZKR__CACHE_NAME_MAX 1023
+
 /* What a node needs read (cnode_t.need). */
 #define ZKR__NEED_DATA 1u /* its data (or stat) and its own watch */
 #define ZKR__NEED_KIDS 2u /* its children, with the children watch */
