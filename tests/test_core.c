@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "session/core_private.h"
+#include "session/requests.h"
 #include "zkr/async.h"
 #include "engine/engine.h"
 #include "tests/harness/zkproxy.h"
@@ -1189,6 +1190,80 @@ static void test_combined_creates(void)
     ccomb_round(2);
 }
 
+/* ---- requests awaited until a deadline (session/requests.c) ---------------------- */
+
+static void test_requests(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    char base[128], deep[256];
+    snprintf(base, sizeof base, "%s", zkt_path("rq", (char[128]){0}, 128));
+    snprintf(deep, sizeof deep, "%s/a/b", base);
+    /* a create with its parents made as containers */
+    zkr__rq_t r = {.type = ZKR__RQ_CREATE, .path = deep, .data = "v1", .data_len = 2, .mode = ZOO_PERSISTENT};
+    CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZNONODE);
+    r.parents = 1;
+    CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_STRING_EQUAL(r.created, deep);
+    CU_ASSERT(r.session != 0);
+    CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZNODEEXISTS);
+    /* read, compare-and-set by version */
+    zkr__rq_t g = {.type = ZKR__RQ_GET, .path = deep};
+    CU_ASSERT_EQUAL(zkr__request(c, &g, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_EQUAL(g.value_len, 2);
+    CU_ASSERT_STRING_EQUAL(g.value, "v1");
+    zkr__rq_t s = {.type = ZKR__RQ_SET, .path = deep, .data = "v22", .data_len = 3, .version = 1};
+    CU_ASSERT_EQUAL(zkr__request(c, &s, zkr__deadline(5000)), ZBADVERSION);
+    s.version = g.stat.version;
+    CU_ASSERT_EQUAL(zkr__request(c, &s, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_EQUAL(s.stat.version, g.stat.version + 1);
+    CU_ASSERT_EQUAL(zkr__request(c, &g, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_STRING_EQUAL(g.value, "v22");
+    /* children, sorted; exists; delete */
+    char sib[256];
+    snprintf(sib, sizeof sib, "%s/a/0", base);
+    zkr__rq_t r2 = {.type = ZKR__RQ_CREATE, .path = sib, .mode = ZOO_EPHEMERAL};
+    CU_ASSERT_EQUAL(zkr__request(c, &r2, zkr__deadline(5000)), ZOK);
+    snprintf(sib, sizeof sib, "%s/a", base);
+    zkr__rq_t l = {.type = ZKR__RQ_CHILDREN, .path = sib};
+    CU_ASSERT_EQUAL(zkr__request(c, &l, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_EQUAL_FATAL(l.count, 2);
+    CU_ASSERT_STRING_EQUAL(l.names[0], "0");
+    CU_ASSERT_STRING_EQUAL(l.names[1], "b");
+    CU_ASSERT_EQUAL(l.stat.numChildren, 2);
+    zkr__rq_t d = {.type = ZKR__RQ_DELETE, .path = deep, .version = 0};
+    CU_ASSERT_EQUAL(zkr__request(c, &d, zkr__deadline(5000)), ZBADVERSION);
+    d.version = -1;
+    CU_ASSERT_EQUAL(zkr__request(c, &d, zkr__deadline(5000)), ZOK);
+    zkr__rq_t e = {.type = ZKR__RQ_EXISTS, .path = deep};
+    CU_ASSERT_EQUAL(zkr__request(c, &e, zkr__deadline(5000)), ZNONODE);
+    CU_ASSERT_EQUAL(zkr__rq_error(ZNONODE), ZKR_ENONODE);
+    /* a stalled link: the deadline holds */
+    zkt_proxy_stall(px, 1);
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr__request(c, &g, zkr__deadline(300)), ZOPERATIONTIMEOUT);
+    int64_t took = zkt_now_ms() - t0;
+    CU_ASSERT(took >= 250 && took < 1500);
+    CU_ASSERT_EQUAL(zkr__rq_error(ZOPERATIONTIMEOUT), ZKR_ETIMEDOUT);
+    zkt_proxy_stall(px, 0);
+    /* the late answer went to its completion, which freed it; the link comes back */
+    int back = zkr__request(c, &g, zkr__deadline(SESSION_MS * 3));
+    CU_ASSERT_EQUAL(back, ZNONODE); /* (deleted above) */
+    g.path = sib;
+    CU_ASSERT_EQUAL(zkr__request(c, &g, zkr__deadline(5000)), ZOK);
+    zkr__rq_clear(&r);
+    zkr__rq_clear(&r2);
+    zkr__rq_clear(&g);
+    zkr__rq_clear(&s);
+    zkr__rq_clear(&l);
+    zkr__rq_clear(&d);
+    zkr__rq_clear(&e);
+    zkr_client_close(c);
+    /* closed: nothing sent */
+    zkt_proxy_stop(px);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("session core", NULL, NULL);
@@ -1210,6 +1285,7 @@ static void add_suites(void)
                 test_combined_creates);
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
+    CU_add_test(s, "one request awaited until a deadline: answers, parents, a stalled link", test_requests);
 }
 
 int main(void)

@@ -1,0 +1,242 @@
+/* One ZooKeeper request awaited until a deadline (session/requests.h):
+ * sent on the current handle once connected, answered by the C client's
+ * completion, which frees the request itself when the sender stopped
+ * waiting. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/requests.h"
+#include "util/util.h"
+
+typedef struct rq_op {
+    zkr__awaited_t aw; /* first */
+    struct Stat st;
+    char *value;
+    int value_len;
+    char *created;
+    char **names;
+    size_t count;
+} rq_op_t;
+
+static void op_free(rq_op_t *o)
+{
+    free(o->value);
+    free(o->created);
+    zkr__strvec_t v = {o->names, o->count};
+    zkr__strvec_free(&v);
+    zkr__awaited_destroy(&o->aw);
+    free(o);
+}
+
+static void settle(rq_op_t *o, int rc)
+{
+    if (zkr__awaited_answer(&o->aw, rc))
+        op_free(o);
+}
+
+static void data_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    rq_op_t *o = (rq_op_t *)data;
+    if (rc == ZOK) {
+        if (st)
+            o->st = *st;
+        if (value && len >= 0) {
+            o->value = malloc((size_t)len + 1);
+            if (!o->value) {
+                rc = ZSYSTEMERROR;
+            } else {
+                memcpy(o->value, value, (size_t)len);
+                o->value[len] = '\0';
+                o->value_len = len;
+            }
+        }
+    }
+    settle(o, rc);
+}
+
+static void stat_done(int rc, const struct Stat *st, const void *data)
+{
+    rq_op_t *o = (rq_op_t *)data;
+    if (rc == ZOK && st)
+        o->st = *st;
+    settle(o, rc);
+}
+
+static void void_done(int rc, const void *data)
+{
+    rq_op_t *o = (rq_op_t *)data;
+    settle(o, rc);
+}
+
+static void create_done(int rc, const char *value, const struct Stat *st, const void *data)
+{
+    rq_op_t *o = (rq_op_t *)data;
+    if (rc == ZOK) {
+        if (st)
+            o->st = *st;
+        if (value && !(o->created = strdup(value)))
+            rc = ZSYSTEMERROR;
+    }
+    settle(o, rc);
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void children_done(int rc, const struct String_vector *sv, const struct Stat *st, const void *data)
+{
+    rq_op_t *o = (rq_op_t *)data;
+    if (rc == ZOK) {
+        if (st)
+            o->st = *st;
+        zkr__strvec_t v = {NULL, 0};
+        if (sv && sv->count > 0 && zkr__strvec_copy(&v, sv->data, (size_t)sv->count) != 0)
+            rc = ZSYSTEMERROR;
+        else if (v.n > 0)
+            qsort(v.v, v.n, sizeof *v.v, by_bytes);
+        o->names = v.v;
+        o->count = v.n;
+    }
+    settle(o, rc);
+}
+
+static void op_closing(zkr__req_t *r)
+{
+    /* the handle closed before an answer: the completion never runs */
+    settle((rq_op_t *)r, ZCLOSING);
+}
+
+static int send_op(zhandle_t *zh, const zkr_client_t *c, const zkr__rq_t *r, rq_op_t *o)
+{
+    watcher_fn w = r->watch ? zkr__sub_watcher() : NULL;
+    switch (r->type) {
+    case ZKR__RQ_GET:
+        return zoo_awget(zh, r->path, w, r->watch, data_done, o);
+    case ZKR__RQ_SET:
+        return zoo_aset(zh, r->path, r->data, r->data ? r->data_len : -1, r->version, stat_done, o);
+    case ZKR__RQ_CREATE:
+        return zoo_acreate2(zh, r->path, r->data, r->data ? r->data_len : -1, zkr__client_acl(c), r->mode,
+                            create_done, o);
+    case ZKR__RQ_DELETE:
+        return zoo_adelete(zh, r->path, r->version, void_done, o);
+    case ZKR__RQ_EXISTS:
+        return zoo_awexists(zh, r->path, w, r->watch, stat_done, o);
+    case ZKR__RQ_CHILDREN:
+        return zoo_awget_children2(zh, r->path, w, r->watch, children_done, o);
+    }
+    return ZBADARGUMENTS;
+}
+
+void zkr__rq_clear(zkr__rq_t *r)
+{
+    if (!r)
+        return;
+    free(r->value);
+    free(r->created);
+    zkr__strvec_t v = {r->names, r->count};
+    zkr__strvec_free(&v);
+    r->value = r->created = NULL;
+    r->names = NULL;
+    r->value_len = 0;
+    r->count = 0;
+    memset(&r->stat, 0, sizeof r->stat);
+}
+
+/* One send and its answer; r->session set when sent. */
+static int request_once(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
+{
+    int rc = zkr__client_wait_usable(c, deadline);
+    if (rc != ZKR_OK)
+        return rc == ZKR_ETIMEDOUT ? ZOPERATIONTIMEOUT : ZCLOSING;
+    zkr__zh_t *h;
+    if (zkr__client_get_handle(c, &h) != ZKR_OK)
+        return ZCLOSING;
+    rq_op_t *o = calloc(1, sizeof *o);
+    if (!o || zkr__awaited_init(&o->aw) != 0) {
+        free(o);
+        zkr__client_put_handle(c, h);
+        return ZSYSTEMERROR;
+    }
+    r->session = zkr__zh_session(c, h);
+    zkr__req_start(h, &o->aw.req, op_closing);
+    int zrc = send_op(zkr__zh(h), c, r, o);
+    if (zrc != ZOK) {
+        zkr__req_end(&o->aw.req);
+        op_free(o);
+        zrc = zkr__zh_answer(zkr__zh(h), zrc);
+        zkr__client_put_handle(c, h);
+        return zrc;
+    }
+    if (!zkr__awaited_wait(&o->aw, deadline)) {
+        zkr__client_put_handle(c, h);
+        return ZOPERATIONTIMEOUT; /* the completion frees it */
+    }
+    zrc = o->aw.rc;
+    if (zrc == ZOK) {
+        r->stat = o->st;
+        r->value = o->value;
+        r->value_len = o->value_len;
+        r->created = o->created;
+        r->names = o->names;
+        r->count = o->count;
+        o->value = o->created = NULL;
+        o->names = NULL;
+        o->count = 0;
+    }
+    op_free(o);
+    zrc = zkr__zh_answer(zkr__zh(h), zrc);
+    zkr__client_put_handle(c, h);
+    return zrc;
+}
+
+typedef struct parent_ctx {
+    zkr_client_t *c;
+    int64_t deadline;
+} parent_ctx_t;
+
+static int create_parent(void *ctx, const char *p, const struct ACL_vector *acl, int mode)
+{
+    (void)acl; /* the client's, as request_once sends */
+    parent_ctx_t *pc = ctx;
+    zkr__rq_t r = {.type = ZKR__RQ_CREATE, .path = p, .mode = mode};
+    int zrc = request_once(pc->c, &r, pc->deadline);
+    zkr__rq_clear(&r);
+    return zrc == ZNODEEXISTS ? ZOK : zrc;
+}
+
+int zkr__request(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
+{
+    zkr__rq_clear(r);
+    r->session = 0;
+    if (zkr__client_enter(c) != ZKR_OK)
+        return ZCLOSING;
+    int zrc = request_once(c, r, deadline);
+    if (zrc == ZNONODE && r->type == ZKR__RQ_CREATE && r->parents) {
+        char *dir = strdup(r->path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (!dir) {
+            zrc = ZSYSTEMERROR;
+        } else if (slash && slash != dir) {
+            *slash = '\0';
+            parent_ctx_t pc = {c, deadline};
+            int prc = zkr__parents_each(c, dir, create_parent, &pc);
+            zrc = prc == ZOK ? request_once(c, r, deadline) : prc == ZKR_ENOMEM ? ZSYSTEMERROR : prc;
+        }
+        free(dir);
+    }
+    zkr__client_leave(c);
+    return zrc;
+}
+
+int zkr__rq_error(int zrc)
+{
+    if (zrc == ZOPERATIONTIMEOUT)
+        return ZKR_ETIMEDOUT;
+    if (zrc == ZCLOSING)
+        return ZKR_ECLOSED;
+    return zkr__zk_error(zrc);
+}
