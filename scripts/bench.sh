@@ -60,7 +60,7 @@ default) label="B: a server with the JVM's default flags, tickTime 2000"
 *) echo "bench.sh: --server harness|default" >&2; exit 2 ;;
 esac
 
-ZKR_DEPS_EXTRA="${ZKR_DEPS_EXTRA:-} redis-server libhiredis-dev python3-kazoo default-jdk-headless libcurator-recipes-java valgrind" \
+ZKR_DEPS_EXTRA="${ZKR_DEPS_EXTRA:-} redis-server libhiredis-dev python3-kazoo default-jdk-headless libcurator-recipes-java libcurator-discovery-java valgrind" \
     bash scripts/deps.sh
 bash scripts/build.sh >/dev/null
 base_args=()

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(gcc make autoconf automake libtool pkg-config
-      libzookeeper-mt-dev libcunit1-dev zookeeper default-jre-headless libuv1-dev)
+      libzookeeper-mt-dev libjansson-dev libcunit1-dev zookeeper default-jre-headless libuv1-dev)
 # ZKR_DEPS_EXTRA adds packages (valgrind for the valgrind run, etc.).
 # shellcheck disable=SC2206
 PKGS+=(${ZKR_DEPS_EXTRA:-})

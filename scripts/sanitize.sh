@@ -16,7 +16,7 @@ asan) flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined" ;;
 tsan) flags="-fsanitize=thread" ;;
 *) echo "usage: $0 [asan|tsan] [TEST ...]" >&2; exit 2 ;;
 esac
-ZKR_DEPS_EXTRA="default-jdk-headless libcurator-recipes-java" bash scripts/deps.sh || exit 1
+ZKR_DEPS_EXTRA="default-jdk-headless libcurator-recipes-java libcurator-discovery-java" bash scripts/deps.sh || exit 1
 
 top=$(pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/zkr-$kind.XXXXXX")

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Curator interop tests need a JDK and Debian's Curator jars; the manual's
 # test (tests/test_docs.sh) needs groff and man; the ABI test (tests/test_abi.sh)
 # needs abidw and abidiff.
-extra="default-jdk-headless libcurator-recipes-java groff-base man-db abigail-tools"
+extra="default-jdk-headless libcurator-recipes-java libcurator-discovery-java groff-base man-db abigail-tools"
 [ "${ZKR_VALGRIND:-0}" = 1 ] && extra="$extra valgrind"
 ZKR_DEPS_EXTRA="$extra" bash scripts/deps.sh || exit 1
 bash scripts/build.sh || exit 1

@@ -5,14 +5,15 @@
 # another peer on the same jars (the benchmark's tests/bench/CuratorBench.java).
 # Classes go to $ZKR_INTEROP_CLASSES (default: a directory under
 # $ZKR_TEST_ZKDIR or /tmp).  Jars come from Debian's
-# libcurator-recipes-java and zookeeper packages.
+# libcurator-recipes-java, libcurator-discovery-java (and its Jackson
+# jars) and zookeeper packages.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 J=/usr/share/java
 jars=(curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava
       slf4j-api slf4j-nop netty-handler netty-transport netty-common netty-buffer
       netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common
-      metrics-core commons-io)
+      metrics-core commons-io curator-x-discovery jackson-databind jackson-core jackson-annotations)
 cp=""
 for j in "${jars[@]}"; do
     if [ -f "$J/$j.jar" ]; then
