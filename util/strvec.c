@@ -110,3 +110,26 @@ int zkr__count_parse(const char *buf, int len, int32_t *out)
     *out = zkr__be32_get((const unsigned char *)buf);
     return 0;
 }
+
+int64_t zkr__be64_get(const unsigned char b[8])
+{
+    uint64_t u = 0;
+
+    if (b == NULL)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        u = u << 8 | b[i];
+    if (u <= (uint64_t)INT64_MAX)
+        return (int64_t)u;
+    return -(int64_t)(UINT64_MAX - u) - 1;
+}
+
+void zkr__be64_put(unsigned char b[8], int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+
+    if (b == NULL)
+        return;
+    for (int i = 7; i >= 0; i--, u >>= 8)
+        b[i] = (unsigned char)u;
+}

@@ -141,7 +141,7 @@ long zkr__strvec_find(const zkr__strvec_t *sv, const char *s);
 /* Index of the first entry starting with prefix, or -1. */
 long zkr__strvec_find_prefix(const zkr__strvec_t *sv, const char *prefix);
 
-/* ---- big-endian ints (SharedCount) -------------------------------------- */
+/* ---- big-endian ints (SharedCount, DistributedAtomicLong) -------------------------------------- */
 int32_t zkr__be32_get(const unsigned char b[4]);
 void zkr__be32_put(unsigned char b[4], int32_t v);
 
@@ -150,5 +150,10 @@ void zkr__be32_put(unsigned char b[4], int32_t v);
  * A count is exactly 4 bytes, big-endian signed (Curator's SharedCount).
  * Returns 0 with *out set, or -1 (bad data, or NULL arguments). */
 int zkr__count_parse(const char *buf, int len, int32_t *out);
+
+/* 64-bit big-endian signed (DistributedAtomicLong), as Java's
+ * ByteBuffer.getLong / putLong. */
+int64_t zkr__be64_get(const unsigned char b[8]);
+void zkr__be64_put(unsigned char b[8], int64_t v);
 
 #endif

@@ -18,5 +18,6 @@
 #include "zkr/guard.h"
 #include "zkr/leader.h"
 #include "zkr/cache.h"
+#include "zkr/counter.h"
 
 #endif
