@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/counter_check.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
@@ -345,120 +346,52 @@ static void test_atomic_basics(void)
 #define CLIENTS 4
 #define THREADS 2
 #define INCS 40
+#define WORKERS (CLIENTS * THREADS)
 
-typedef struct worker {
-    zkr_client_t *c;
-    const char *path;
-    const char *lock_path;
-    int optimistic_retries;
-    int count_mode; /* 1: the shared count's CAS loop */
-    int ok, failed, unknown, errors, promoted, succeeded_promoted;
-} worker_t;
-
-static void *atomic_worker(void *arg)
-{
-    worker_t *w = arg;
-    zkr_atomic_options_t opt;
-    zkr_atomic_options_init(&opt);
-    zkr_retry_exponential(&opt.retry, 1, w->optimistic_retries, 50);
-    opt.lock_path = w->lock_path;
-    zkr_retry_exponential(&opt.lock_retry, 1, 5, 50);
-    zkr_atomic_long_t *a = NULL;
-    if (zkr_atomic_long_new(&a, w->c, w->path, &opt) != ZKR_OK) {
-        w->errors++;
-        return NULL;
-    }
-    for (int i = 0; i < INCS; i++) {
-        zkr_atomic_result_t r;
-        int rc = zkr_atomic_long_increment(a, &r);
-        if (rc == ZKR_OK && r.succeeded) {
-            w->ok++;
-            if (r.post_value != r.pre_value + 1)
-                w->errors++;
-            if (r.promoted_tries > 0)
-                w->succeeded_promoted++;
-        } else if (rc == ZKR_OK) {
-            w->failed++;
-        } else if (rc == ZKR_ECONNLOSS) {
-            w->unknown++;
-        } else {
-            w->errors++;
-        }
-        if (r.promoted_tries > 0)
-            w->promoted++;
-    }
-    zkr_atomic_long_free(a);
-    return NULL;
-}
-
-static void *count_worker(void *arg)
-{
-    worker_t *w = arg;
-    zkr_count_t *sc = NULL;
-    if (zkr_count_new(&sc, w->c, w->path, 0) != ZKR_OK || zkr_count_start(sc, WAIT_MS) != ZKR_OK) {
-        w->errors++;
-        zkr_count_free(sc);
-        return NULL;
-    }
-    int64_t end = zkt_now_ms() + 60000;
-    while (w->ok < INCS && zkt_now_ms() < end) {
-        int32_t v, ver;
-        int set = 0;
-        int rc = zkr_count_get(sc, &v, &ver);
-        if (rc == ZKR_OK)
-            rc = zkr_count_try_set(sc, ver, v + 1, &set, WAIT_MS);
-        if (rc == ZKR_OK && set)
-            w->ok++;
-        else if (rc == ZKR_OK)
-            w->failed++;
-        else if (rc == ZKR_ECONNLOSS)
-            w->unknown++;
-        else
-            w->errors++;
-    }
-    zkr_count_free(sc);
-    return NULL;
-}
-
-static void contend(const char *path, const char *lock_path, int retries, int count_mode, worker_t *ws)
+/* WORKERS threads on CLIENTS clients; the server's value checked exactly. */
+static cw_sum_t contend(const char *path, const char *lock_path, int retries, void *(*fn)(void *), int width)
 {
     zkr_client_t *cs[CLIENTS];
-    pthread_t th[CLIENTS * THREADS];
+    static cw_t ws[WORKERS];
+    memset(ws, 0, sizeof ws);
     for (int i = 0; i < CLIENTS; i++)
         cs[i] = zkt_client(SESSION_MS);
-    for (int i = 0; i < CLIENTS * THREADS; i++) {
-        memset(&ws[i], 0, sizeof ws[i]);
-        ws[i].c = cs[i % CLIENTS];
+    for (int i = 0; i < WORKERS; i++) {
         ws[i].path = path;
         ws[i].lock_path = lock_path;
-        ws[i].optimistic_retries = retries;
-        ws[i].count_mode = count_mode;
-        pthread_create(&th[i], NULL, count_mode ? count_worker : atomic_worker, &ws[i]);
+        ws[i].retries = retries;
+        ws[i].n = INCS;
     }
-    for (int i = 0; i < CLIENTS * THREADS; i++)
-        pthread_join(th[i], NULL);
+    cw_run(ws, WORKERS, cs, CLIENTS, fn);
     for (int i = 0; i < CLIENTS; i++)
         zkr_client_close(cs[i]);
+    cw_sum_t sum = cw_sum(ws, WORKERS);
+    CU_ASSERT_EQUAL(sum.other, 0);
+    CU_ASSERT_EQUAL(sum.unknown, 0);
+    CU_ASSERT_EQUAL(sum.wrong, 0);
+    zhandle_t *zh = zkt_raw();
+    unsigned char b[16];
+    int len = raw_get(zh, path, b, sizeof b, NULL);
+    CU_ASSERT_EQUAL(len, width);
+    int64_t v = 0;
+    for (int i = 0; i < width && len == width; i++)
+        v = (int64_t)((uint64_t)v << 8 | b[i]);
+    if (width == 4)
+        v = (int32_t)(uint32_t)v;
+    int applied = -1;
+    CU_ASSERT_EQUAL(v, sum.ok); /* no update lost, none twice */
+    CU_ASSERT(cw_exactly_once(ws, WORKERS, v, &applied));
+    zkt_raw_close(zh);
+    return sum;
 }
 
 static void test_atomic_contention(void)
 {
     char path[256];
     zkt_path("atomic-race", path, sizeof path);
-    worker_t ws[CLIENTS * THREADS];
-    contend(path, NULL, 29, 0, ws);
-    int ok = 0, failed = 0;
-    for (int i = 0; i < CLIENTS * THREADS; i++) {
-        CU_ASSERT_EQUAL(ws[i].errors, 0);
-        CU_ASSERT_EQUAL(ws[i].unknown, 0);
-        ok += ws[i].ok;
-        failed += ws[i].failed;
-    }
-    zhandle_t *zh = zkt_raw();
-    CU_ASSERT_EQUAL(raw_long(zh, path), ok); /* no update lost, none twice */
-    CU_ASSERT_EQUAL(ok + failed, CLIENTS * THREADS * INCS);
-    CU_ASSERT(ok > 0);
-    zkt_raw_close(zh);
+    cw_sum_t s = contend(path, NULL, 29, cw_atomic, 8);
+    CU_ASSERT_EQUAL(s.ok + s.failed, WORKERS * INCS);
+    CU_ASSERT(s.ok > 0);
 }
 
 static void test_atomic_promoted(void)
@@ -466,20 +399,10 @@ static void test_atomic_promoted(void)
     char path[256], lock[300];
     zkt_path("atomic-lock", path, sizeof path);
     snprintf(lock, sizeof lock, "%s-lock", path);
-    worker_t ws[CLIENTS * THREADS];
-    contend(path, lock, 0, 0, ws); /* one optimistic try: races go to the lock */
-    int ok = 0, promoted = 0, promoted_ok = 0;
-    for (int i = 0; i < CLIENTS * THREADS; i++) {
-        CU_ASSERT_EQUAL(ws[i].errors, 0);
-        CU_ASSERT_EQUAL(ws[i].unknown, 0);
-        ok += ws[i].ok;
-        promoted += ws[i].promoted;
-        promoted_ok += ws[i].succeeded_promoted;
-    }
+    cw_sum_t s = contend(path, lock, 0, cw_atomic, 8); /* one optimistic try: races go to the lock */
+    CU_ASSERT(s.promoted > 0);
+    CU_ASSERT(s.promoted_ok > 0);
     zhandle_t *zh = zkt_raw();
-    CU_ASSERT_EQUAL(raw_long(zh, path), ok);
-    CU_ASSERT(promoted > 0);
-    CU_ASSERT(promoted_ok > 0);
     CU_ASSERT_EQUAL(zkt_count_children(zh, lock), 0); /* every lock node released */
     zkt_raw_close(zh);
 }
@@ -488,22 +411,9 @@ static void test_count_contention(void)
 {
     char path[256];
     zkt_path("count-race", path, sizeof path);
-    worker_t ws[CLIENTS * THREADS];
-    contend(path, NULL, 0, 1, ws);
-    int ok = 0, failed = 0;
-    for (int i = 0; i < CLIENTS * THREADS; i++) {
-        CU_ASSERT_EQUAL(ws[i].errors, 0);
-        CU_ASSERT_EQUAL(ws[i].unknown, 0);
-        CU_ASSERT_EQUAL(ws[i].ok, INCS);
-        ok += ws[i].ok;
-        failed += ws[i].failed;
-    }
-    zhandle_t *zh = zkt_raw();
-    unsigned char b[8];
-    CU_ASSERT_EQUAL(raw_get(zh, path, b, sizeof b, NULL), 4);
-    CU_ASSERT_EQUAL((b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]), ok);
-    CU_ASSERT(failed > 0); /* they did race */
-    zkt_raw_close(zh);
+    cw_sum_t s = contend(path, NULL, 0, cw_count, 4);
+    CU_ASSERT_EQUAL(s.ok, WORKERS * INCS);
+    CU_ASSERT(s.failed > 0); /* they did race */
 }
 
 /* ---- bad input ----------------------------------------------------------- */

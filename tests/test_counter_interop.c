@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/counter_check.h"
 #include "tests/harness/zkr_test.h"
 #include "tests/interop/jpeer.h"
 
@@ -187,67 +188,6 @@ static void test_count_both_ways(void)
 #define J_THREADS 3
 #define N 30
 
-typedef struct worker {
-    zkr_client_t *c;
-    const char *path, *lock;
-    int retries, count;
-    int ok, failed, other;
-} worker_t;
-
-static void *atomic_worker(void *arg)
-{
-    worker_t *w = arg;
-    zkr_atomic_options_t opt;
-    zkr_atomic_options_init(&opt);
-    zkr_retry_exponential(&opt.retry, 1, w->retries, 50);
-    opt.lock_path = w->lock;
-    zkr_retry_exponential(&opt.lock_retry, 1, 5, 50);
-    zkr_atomic_long_t *a = NULL;
-    if (zkr_atomic_long_new(&a, w->c, w->path, &opt) != ZKR_OK) {
-        w->other++;
-        return NULL;
-    }
-    for (int i = 0; i < N; i++) {
-        zkr_atomic_result_t r;
-        int rc = zkr_atomic_long_increment(a, &r);
-        if (rc == ZKR_OK && r.succeeded)
-            w->ok++;
-        else if (rc == ZKR_OK)
-            w->failed++;
-        else
-            w->other++;
-    }
-    zkr_atomic_long_free(a);
-    return NULL;
-}
-
-static void *count_worker(void *arg)
-{
-    worker_t *w = arg;
-    zkr_count_t *sc = NULL;
-    if (zkr_count_new(&sc, w->c, w->path, 0) != ZKR_OK || zkr_count_start(sc, WAIT_MS) != ZKR_OK) {
-        w->other++;
-        zkr_count_free(sc);
-        return NULL;
-    }
-    int64_t end = zkt_now_ms() + 60000;
-    while (w->ok < N && zkt_now_ms() < end) {
-        int32_t v, ver;
-        int set = 0;
-        int rc = zkr_count_get(sc, &v, &ver);
-        if (rc == ZKR_OK)
-            rc = zkr_count_try_set(sc, ver, v + 1, &set, WAIT_MS);
-        if (rc == ZKR_OK && set)
-            w->ok++;
-        else if (rc == ZKR_OK)
-            w->failed++;
-        else
-            w->other++;
-    }
-    zkr_count_free(sc);
-    return NULL;
-}
-
 /* C and Curator at once; returns the successes of both sides. */
 static int together(const char *path, const char *lock, int retries, int count, int *java_promoted)
 {
@@ -255,27 +195,23 @@ static int together(const char *path, const char *lock, int retries, int count, 
                                : lock ? jis("STARTED", "incs J %s %d %d %d %s", path, J_THREADS, N, retries, lock)
                                       : jis("STARTED", "incs J %s %d %d %d", path, J_THREADS, N, retries));
     zkr_client_t *cs[C_CLIENTS];
-    worker_t ws[C_CLIENTS * C_THREADS];
-    pthread_t th[C_CLIENTS * C_THREADS];
+    static cw_t ws[C_CLIENTS * C_THREADS];
+    memset(ws, 0, sizeof ws);
     for (int i = 0; i < C_CLIENTS; i++)
         cs[i] = zkt_client(SESSION_MS);
     for (int i = 0; i < C_CLIENTS * C_THREADS; i++) {
-        memset(&ws[i], 0, sizeof ws[i]);
-        ws[i].c = cs[i % C_CLIENTS];
         ws[i].path = path;
-        ws[i].lock = lock;
+        ws[i].lock_path = lock;
         ws[i].retries = retries;
-        ws[i].count = count;
-        pthread_create(&th[i], NULL, count ? count_worker : atomic_worker, &ws[i]);
+        ws[i].n = N;
     }
-    int c_ok = 0;
-    for (int i = 0; i < C_CLIENTS * C_THREADS; i++) {
-        pthread_join(th[i], NULL);
-        CU_ASSERT_EQUAL(ws[i].other, 0);
-        c_ok += ws[i].ok;
-    }
+    cw_run(ws, C_CLIENTS * C_THREADS, cs, C_CLIENTS, count ? cw_count : cw_atomic);
     for (int i = 0; i < C_CLIENTS; i++)
         zkr_client_close(cs[i]);
+    cw_sum_t sum = cw_sum(ws, C_CLIENTS * C_THREADS);
+    CU_ASSERT_EQUAL(sum.other, 0);
+    CU_ASSERT_EQUAL(sum.unknown, 0);
+    int c_ok = sum.ok;
     char *a = jcmd("await J");
     int j_ok = -1, j_failed = -1, j_errors = -1, j_promoted = -1;
     int parsed = sscanf(a, "DONE %d %d %d %d", &j_ok, &j_failed, &j_errors, &j_promoted) == 4;
