@@ -33,6 +33,10 @@
 # proxy that cuts the connection; the session is kept), e.g.
 #   bash scripts/bench.sh --scenarios cache
 #   bash scripts/bench.sh --rounds 3 --seconds 3 --scenarios cacheload10k,cachelatency,cachewatches,cacheresync
+# The counters are NOT in "all" either: atomic4 (4 sessions incrementing one
+# DistributedAtomicLong) and count4 (4 sessions in SharedCount trySetCount
+# loops), or "counter" for both:
+#   bash scripts/bench.sh --scenarios counter
 # Writes the markdown table to stdout and to FILE (default bench-results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +53,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --base) base=$(cd "$2" && pwd); shift 2 ;;
     --quick) rounds=1 seconds=1 waiters=100 heap=500 cpu_cycles=50; shift ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done

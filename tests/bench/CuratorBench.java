@@ -25,6 +25,8 @@ import java.util.concurrent.locks.LockSupport;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
@@ -40,7 +42,10 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorBench {
@@ -224,6 +229,100 @@ public class CuratorBench {
         return String.format("RESULT impl=curator scenario=%s threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
                 + "p50_ms=%.3f p99_ms=%.3f lat=%s errors=%d", name, s.threads, s.sessions, total, seconds,
                 total / seconds, p50, p99, s.handoff ? "handoff" : "cycle", errors);
+    }
+
+    /** atomic4 / count4 (tests/bench/bench_counter.c): 4 sessions incrementing one
+     * DistributedAtomicLong (ExponentialBackoffRetry(1, 29, 50)) or one SharedCount
+     * by getVersionedValue + trySetCount(v + 1) until set.  An op is one success. */
+    static String runCounter(String name, double seconds) throws Exception {
+        final boolean atomic = name.startsWith("atomic");
+        final int n = 4;
+        final String path = "/zkr-bench/curator-" + name + "-" + (++runNo) + "-" + ProcessHandle.current().pid()
+                + "/counter";
+        CyclicBarrier barrier = new CyclicBarrier(n + 1);
+        long[] ops = new long[n], timed = new long[n], tries = new long[n], errs = new long[n];
+        Lat[] lat = new Lat[n];
+        double[] deadline = new double[1];
+        Thread[] th = new Thread[n];
+        Throwable[] fail = new Throwable[1];
+        for (int t = 0; t < n; t++) {
+            final int me = t;
+            lat[t] = new Lat();
+            final CuratorFramework c = client(t);
+            th[t] = new Thread(() -> {
+                SharedCount sc = null;
+                try {
+                    DistributedAtomicLong a = atomic ? new DistributedAtomicLong(c, path,
+                            new ExponentialBackoffRetry(1, 29, 50)) : null;
+                    if (atomic)
+                        a.get();
+                    else {
+                        sc = new SharedCount(c, path, 0);
+                        sc.start();
+                    }
+                    barrier.await();
+                    final double dl = deadline[0];
+                    for (;;) {
+                        double a0 = nowMs();
+                        if (a0 >= dl) break;
+                        boolean ok;
+                        if (atomic) {
+                            AtomicValue<Long> v = a.increment();
+                            ok = v.succeeded();
+                            tries[me] += v.getStats().getOptimisticTries() + v.getStats().getPromotedLockTries();
+                        } else {
+                            ok = false;
+                            while (!ok) {
+                                VersionedValue<Integer> v = sc.getVersionedValue();
+                                ok = sc.trySetCount(v, v.getValue() + 1);
+                                tries[me]++;
+                            }
+                        }
+                        double end = nowMs();
+                        if (!ok) {
+                            errs[me]++;
+                            continue;
+                        }
+                        ops[me]++;
+                        if (end <= dl) {
+                            timed[me]++;
+                            lat[me].add(end - a0);
+                        }
+                    }
+                } catch (Throwable e) {
+                    synchronized (fail) { if (fail[0] == null) fail[0] = e; }
+                    barrier.reset();
+                } finally {
+                    if (sc != null) try { sc.close(); } catch (Exception ignore) { }
+                }
+            });
+            th[t].setDaemon(true);
+        }
+        for (Thread x : th) x.start();
+        deadline[0] = nowMs() + seconds * 1e3;
+        barrier.await(120, TimeUnit.SECONDS);
+        for (Thread x : th) x.join(180000);
+        if (fail[0] != null) throw new RuntimeException(fail[0]);
+        long total = 0, all = 0, errors = 0, tr = 0;
+        int m = 0;
+        for (int t = 0; t < n; t++) { total += timed[t]; all += ops[t]; errors += errs[t]; tr += tries[t]; m += lat[t].n; }
+        double[] v = new double[m];
+        int k = 0;
+        for (Lat l : lat) { System.arraycopy(l.v, 0, v, k, l.n); k += l.n; }
+        Arrays.sort(v);
+        double p50 = m > 0 ? v[(m - 1) / 2] : 0, p99 = m > 0 ? v[(int) ((m - 1) * 0.99)] : 0;
+        long fin;
+        if (atomic) {
+            fin = new DistributedAtomicLong(client(0), path, new RetryNTimes(3, 10)).get().postValue();
+        } else {
+            try (SharedCount sc = new SharedCount(client(0), path, 0)) {
+                sc.start();
+                fin = sc.getCount();
+            }
+        }
+        return String.format("RESULT impl=curator scenario=%s threads=%d sessions=%d ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=cycle errors=%d tries_per_op=%.2f checked=%d", name, n, n, total,
+                seconds, total / seconds, p50, p99, errors, all > 0 ? (double) tr / all : 0.0, fin == all ? 1 : 0);
     }
 
     static String runWaiters(int n) throws Exception {
@@ -800,6 +899,7 @@ public class CuratorBench {
                             w.length > 4 ? w[4] : null);
                 } else switch (w[1]) {
                 case "waiters": out = runWaiters(count > 0 ? count : 1000); break;
+                case "atomic4": case "count4": out = runCounter(w[1], Double.parseDouble(w[2])); break;
                 case "heap": out = runHeap(count > 0 ? count : 10000); break;
                 case "latch10": out = runHandover(w[1], true, 10, Double.parseDouble(w[2])); break;
                 case "selector10": out = runHandover(w[1], false, 10, Double.parseDouble(w[2])); break;

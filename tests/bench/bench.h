@@ -72,4 +72,7 @@ int bench_leader(const bench_cfg_t *cfg, int count);
  * proxy: "HOST:PORT/CONTROL_PORT" for cacheresync. */
 int bench_cache(const bench_cfg_t *cfg, const char *impl, int count, const char *proxy);
 
+/* The counters under contention (bench_counter.c): atomic4, count4. */
+int bench_counter(const bench_cfg_t *cfg);
+
 #endif

@@ -39,6 +39,13 @@ PLAN = [
     ("loop64", "64 acquirers on ONE client, each its own mutex: asynchronous, one poll loop "
      "(releases without waiting), against 64 blocking threads", ["zkrblock"]),
 ]
+# counters under contention (tests/bench/bench_counter.c, CuratorBench.java):
+# a rate like PLAN's, but NOT in "all": name them, or "counter" for both.
+# An op is one increment that succeeded.
+COUNTER_PLAN = [
+    ("atomic4", "atomic long (DistributedAtomicLong), 4 sessions incrementing one node", ["curator"]),
+    ("count4", "shared count (SharedCount), 4 sessions in get + try_set(v + 1) loops on one node", ["curator"]),
+]
 # leader election (tests/bench/bench_leader.c, CuratorBench.java): latency
 # and join time, not a rate: their own table, ratio = Curator / zkrecipes
 # (> 1: zkrecipes took less time)
@@ -494,6 +501,10 @@ def main():
         wanted |= {p[0] for p in LEADER_PLAN}
     if wanted is not None and "cache" in wanted:
         wanted |= {p[0] for p in CACHE_PLAN}
+    if wanted is not None and "counter" in wanted:
+        wanted |= {p[0] for p in COUNTER_PLAN}
+    # the counters are not part of "all" (bench.sh --scenarios counter)
+    plan += [p for p in COUNTER_PLAN if wanted is not None and p[0] in wanted]
     lplan = [p for p in LEADER_PLAN if wanted is None or p[0] in wanted]
     # the caches are not part of "all" (bench.sh --scenarios cache)
     cplan = [p for p in CACHE_PLAN if wanted is not None and p[0] in wanted]
@@ -623,6 +634,16 @@ def main():
                                      ARGS.waiters))
             lines.append("")
 
+    for scen, desc, peers in plan:
+        if scen not in {p[0] for p in COUNTER_PLAN}:
+            continue
+        for impl in ["zkr"] + peers:
+            rs = [r for r in results.get((scen, impl), []) if r]
+            if rs:
+                lines.append("- %s, %s: %s tries per success (median; atomic: optimistic tries, count: trySetCount "
+                             "calls), final value equal to the successes in %d of %d runs" % (
+                                 scen, PEER_NAMES[impl], fmt(med([float(r.get("tries_per_op", 0)) for r in rs]), 2),
+                                 sum(1 for r in rs if r.get("checked") == "1"), len(rs)))
     if lplan:
         lines.extend(leader_table(lplan, results, whys))
     if cplan:

@@ -17,7 +17,9 @@
  * (bench_leader.c); cacheload10k, cachelatency (-N changes), cachewatches,
  * cacheresync (-P: a proxy started by `-c proxy`) for zkr and zkrnodata
  * (the cache without data), and the set-up cachetree (-N nodes under -b)
- * and proxy (bench_cache.c).
+ * and proxy (bench_cache.c); atomic4 and count4 (4 sessions incrementing
+ * one atomic long, or one shared count by try_set) for zkr
+ * (bench_counter.c).
  * With -n every thread does exactly CYCLES operations (used under
  * callgrind).  Benchmarks print figures; they never assert a speed. */
 #include <errno.h>
@@ -59,6 +61,8 @@ static const scenario_t scenarios[] = {
     {"cacheresync", BK_MUTEX, 1, 2, 0, 0, 0, 0},
     {"cachetree", BK_MUTEX, 1, 1, 0, 0, 0, 0},
     {"proxy", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"atomic4", BK_MUTEX, 4, 4, 1, 0, 0, 0},
+    {"count4", BK_MUTEX, 4, 4, 1, 0, 0, 0},
 };
 
 double bench_now_ms(void)
@@ -349,6 +353,11 @@ int main(int argc, char **argv)
         return bench_waiters(&cfg, count ? count : 1000);
     if (strcmp(s->name, "heap") == 0)
         return bench_heap(&cfg, count ? count : 10000);
+    if (strcmp(s->name, "atomic4") == 0 || strcmp(s->name, "count4") == 0) {
+        if (impl != &bench_impl_zkr)
+            bench_die("%s: zkr only", s->name);
+        return bench_counter(&cfg);
+    }
     if (strncmp(s->name, "latch", 5) == 0 || strncmp(s->name, "selector", 8) == 0) {
         if (impl != &bench_impl_zkr)
             bench_die("%s: zkr only", s->name);
