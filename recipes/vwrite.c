@@ -4,6 +4,7 @@
  * the retry policies (zkr/counter.h). */
 #include "config.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 

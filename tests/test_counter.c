@@ -258,6 +258,70 @@ static void test_count_listener_calls(void)
     zkr_client_close(c);
 }
 
+/* Across connection states: SUSPENDED and RECONNECTED told; a change made
+ * while the link was down is told after the reconnection, and one made while
+ * the session was lost after the new session's load. */
+typedef struct st_want {
+    seen_t *s;
+    zkr_state_t state;
+} st_want_t;
+
+static int has_state(void *arg)
+{
+    st_want_t *w = arg;
+    pthread_mutex_lock(&w->s->mu);
+    int found = 0;
+    for (int i = 0; i < w->s->n && !found; i++)
+        found = w->s->ev[i].type == ZKR_COUNT_STATE && w->s->ev[i].state == w->state;
+    pthread_mutex_unlock(&w->s->mu);
+    return found;
+}
+
+static void test_count_states(void)
+{
+    char path[256];
+    zkt_path("count-states", path, sizeof path);
+    zkt_proxy_t *p = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(p), SESSION_MS);
+    zhandle_t *zh = zkt_raw();
+    seen_t s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    zkr_count_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_count_new(&sc, c, path, 1), ZKR_OK);
+    s.sc = sc;
+    zkr_count_set_listener(sc, on_count, &s);
+    CU_ASSERT_EQUAL_FATAL(zkr_count_start(sc, WAIT_MS), ZKR_OK);
+
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
+    unsigned char w[4] = {0, 0, 0, 77};
+    raw_put(zh, path, w, 4); /* while our link is stalled */
+    zkt_proxy_cut(p);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 0), 0);
+    st_want_t sw = {&s, ZKR_STATE_SUSPENDED};
+    CU_ASSERT(zkt_wait_for(has_state, &sw, WAIT_MS));
+    sw.state = ZKR_STATE_RECONNECTED;
+    CU_ASSERT(zkt_wait_for(has_state, &sw, WAIT_MS));
+    CU_ASSERT(wait_event(&s, ZKR_COUNT_CHANGED, 77));
+    CU_ASSERT(wait_get(sc, ZKR_OK, 77));
+
+    zkt_expire_client(c, SESSION_MS); /* a new session: read again */
+    unsigned char w2[4] = {0, 0, 0, 88};
+    raw_put(zh, path, w2, 4);
+    CU_ASSERT(wait_event(&s, ZKR_COUNT_CHANGED, 88));
+    CU_ASSERT(wait_get(sc, ZKR_OK, 88));
+    int32_t v, ver;
+    int set = 0;
+    CU_ASSERT_EQUAL(zkr_count_get(sc, &v, &ver), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_count_try_set(sc, ver, 89, &set, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(set, 1);
+    zkr_count_free(sc);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+    zkt_proxy_stop(p);
+}
+
 /* ---- atomic long --------------------------------------------------------- */
 
 static void test_atomic_basics(void)
@@ -554,6 +618,9 @@ static void add_suites(void)
     CU_add_test(s, "shared count: seed, get, set, try_set by version, listener, bad data, deleted node",
                 test_count_basics);
     CU_add_test(s, "shared count: a listener may set, may not free its own count", test_count_listener_calls);
+    CU_add_test(s, "shared count across states: SUSPENDED, RECONNECTED told; changes missed while down or "
+                   "without a session told after",
+                test_count_states);
     CU_add_test(s, "atomic long: every operation, Curator's bytes, empty and malformed data", test_atomic_basics);
     CU_add_test(s, "atomic long: 4 clients x 2 threads incrementing: the value is the sum of the successes",
                 test_atomic_contention);

@@ -1016,6 +1016,34 @@ static void test_be32(void)
     zkr__be32_put(NULL, 5); /* no crash */
 }
 
+/* ---- be64 (DistributedAtomicLong: Java's ByteBuffer.putLong) ------------ */
+
+static void test_be64(void)
+{
+    unsigned char b[8];
+    zkr__be64_put(b, 0x0102030405060708LL);
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT_EQUAL(b[i], i + 1);
+    CU_ASSERT_EQUAL(zkr__be64_get(b), 0x0102030405060708LL);
+    zkr__be64_put(b, -1);
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT_EQUAL(b[i], 0xff);
+    CU_ASSERT_EQUAL(zkr__be64_get(b), -1);
+    const unsigned char mn[8] = {0x80, 0, 0, 0, 0, 0, 0, 0};
+    const unsigned char mx[8] = {0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    const unsigned char m8[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf8};
+    CU_ASSERT_EQUAL(zkr__be64_get(mn), INT64_MIN);
+    CU_ASSERT_EQUAL(zkr__be64_get(mx), INT64_MAX);
+    CU_ASSERT_EQUAL(zkr__be64_get(m8), -8);
+    for (int i = 0; i < 100000; i++) {
+        int64_t v = (int64_t)(rng() ^ (rng() << 1));
+        zkr__be64_put(b, v);
+        CU_ASSERT_EQUAL_FATAL(zkr__be64_get(b), v);
+    }
+    CU_ASSERT_EQUAL(zkr__be64_get(NULL), 0);
+    zkr__be64_put(NULL, 5); /* no crash */
+}
+
 static void test_downgrade_name(void)
 {
     const char *u = "3f2a9c1e-5b7d-4e21-9a3c-0d1e2f3a4b5c";
@@ -1120,6 +1148,7 @@ int main(void)
         { "copy/find/find_prefix/free", test_strvec },
         { "edge cases", test_strvec_edge },
         { "be32", test_be32 },
+        { "be64", test_be64 },
         { "count_parse", test_count_parse },
     };
     unsigned failures, suites_failed, tests_failed;
