@@ -53,7 +53,8 @@ void *cw_atomic(void *arg)
         return NULL;
     }
     int64_t end = now_ms() + (w->run_ms ? w->run_ms : 120000);
-    for (int i = 0; i < w->n && now_ms() < end; i++) {
+    int i;
+    for (i = 0; i < w->n && now_ms() < end; i++) {
         zkr_atomic_result_t r;
         rc = zkr_atomic_long_increment(a, &r);
         if (rc == ZKR_OK && r.succeeded && r.post_value != r.pre_value + 1)
@@ -65,6 +66,7 @@ void *cw_atomic(void *arg)
         }
         record(w, rc, r.succeeded, r.post_value);
     }
+    w->ran_out = i >= w->n;
     zkr_atomic_long_free(a);
     return NULL;
 }
@@ -91,6 +93,7 @@ void *cw_count(void *arg)
             rc = zkr_count_try_set(sc, ver, v + 1, &set, w->timeout_ms ? w->timeout_ms : 15000);
         record(w, rc, set, (int64_t)v + 1);
     }
+    w->ran_out = w->ok >= w->n;
     zkr_count_free(sc);
     return NULL;
 }

@@ -12,7 +12,7 @@
 
 #include "zkr/zkr.h"
 
-#define CW_MAX 4096 /* outcomes recorded per worker */
+#define CW_MAX 8192 /* outcomes recorded per worker */
 
 typedef struct cw {
     /* what to do */
@@ -27,6 +27,7 @@ typedef struct cw {
     /* what happened */
     int ok, failed, unknown, other, promoted, promoted_ok, wrong;
     int last_other;                 /* the last other code */
+    int ran_out;                    /* stopped by n, not by run_ms */
     int64_t ok_posts[CW_MAX];       /* values the successes wrote */
     int64_t unknown_posts[CW_MAX];  /* values the unknown outcomes may have written */
 } cw_t;
