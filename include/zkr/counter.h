@@ -180,6 +180,8 @@ typedef struct zkr_atomic_options {
                                 30000; < 0 never gives up) */
 } zkr_atomic_options_t;
 
+/* Fill opt with the defaults (a macro passing the program's struct size,
+ * as zkr_client_options_init).  NULL is ignored. */
 ZKR_EXTERN void zkr_atomic_options_init_size(zkr_atomic_options_t *opt, size_t size);
 #define zkr_atomic_options_init(opt) zkr_atomic_options_init_size((opt), sizeof(zkr_atomic_options_t))
 
