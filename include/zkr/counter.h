@@ -100,9 +100,10 @@ typedef struct zkr_count_event {
     zkr_state_t state; /* STATE */
 } zkr_count_event_t;
 
-/* The count's listener: told each change after zkr_count_start returned,
- * in the server's order, on the client's callback thread, with its count
- * first (Curator's SharedCountListener: countHasChanged and stateChanged).
+/* The count's listener: told each change after the first read of
+ * zkr_count_start (never the value that read found), in the server's
+ * order, on the client's callback thread, with its count first (Curator's
+ * SharedCountListener: countHasChanged and stateChanged).
  * It may call the library (zkr_count_get, _set, _try_set too), but not
  * zkr_count_free on its own count. */
 typedef void (*zkr_count_fn)(zkr_count_t *sc, const zkr_count_event_t *event, void *ctx);
