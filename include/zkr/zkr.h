@@ -19,5 +19,6 @@
 #include "zkr/leader.h"
 #include "zkr/cache.h"
 #include "zkr/counter.h"
+#include "zkr/barrier.h"
 
 #endif
