@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/barrier_calls.h"
 #include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
@@ -24,21 +25,6 @@ static int exists(zhandle_t *zh, const char *path, struct Stat *st)
 }
 
 /* ---- barrier ------------------------------------------------------------------------------ */
-
-typedef struct waiter {
-    zkr_barrier_t *b;
-    int64_t timeout;
-    int rc;
-    int64_t returned;
-} waiter_t;
-
-static void *wait_main(void *arg)
-{
-    waiter_t *w = arg;
-    w->rc = zkr_barrier_wait(w->b, w->timeout);
-    w->returned = zkt_now_ms();
-    return NULL;
-}
 
 static void test_barrier(void)
 {
@@ -66,13 +52,11 @@ static void test_barrier(void)
     CU_ASSERT(zkt_now_ms() - t0 >= 290);
     CU_ASSERT_EQUAL(zkr_barrier_wait(b2, 0), ZKR_ETIMEDOUT);
     /* waiters (forever, and bounded) return when it is removed, not before */
-    waiter_t w[2] = {{b2, -1, 1, 0}, {b2, WAIT_MS, 1, 0}};
     zkr_barrier_t *b3 = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&b3, c2, path), ZKR_OK);
-    w[1].b = b3;
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        CU_ASSERT_FATAL(pthread_create(&t[i], NULL, wait_main, &w[i]) == 0);
+    bcall_t w[2];
+    bc_start(&w[0], BC_WAIT, NULL, b2, -1);
+    bc_start(&w[1], BC_WAIT, NULL, b3, WAIT_MS);
     zkt_sleep_ms(400);
     /* a change of its data wakes them, but they go on waiting */
     CU_ASSERT_EQUAL(zoo_set(zh, path, "x", 1, -1), ZOK);
@@ -80,8 +64,7 @@ static void test_barrier(void)
     int64_t removed = zkt_now_ms();
     CU_ASSERT_EQUAL(zkr_barrier_remove(b, 5000), ZKR_OK);
     for (int i = 0; i < 2; i++) {
-        pthread_join(t[i], NULL);
-        CU_ASSERT_EQUAL(w[i].rc, ZKR_OK);
+        CU_ASSERT_EQUAL(bc_join(&w[i]), ZKR_OK);
         CU_ASSERT(w[i].returned >= removed);
     }
     CU_ASSERT_FALSE(exists(zh, path, NULL));
@@ -187,47 +170,13 @@ static void test_rounds(void)
 
 /* ---- a stale "ready"; one member ---------------------------------------------------------- */
 
-/* enter or leave on a thread of its own */
-typedef struct call {
-    zkr_double_barrier_t *d;
-    int leave;
-    int64_t timeout;
-    int rc;
-    int64_t returned;
-    pthread_t t;
-} call_t;
-
-static void *call_main(void *arg)
-{
-    call_t *k = arg;
-    k->rc = k->leave ? zkr_double_barrier_leave(k->d, k->timeout) : zkr_double_barrier_enter(k->d, k->timeout);
-    k->returned = zkt_now_ms();
-    return NULL;
-}
-
-static void call_start(call_t *k, zkr_double_barrier_t *d, int leave, int64_t timeout)
-{
-    *k = (call_t){.d = d, .leave = leave, .timeout = timeout, .rc = 1};
-    CU_ASSERT_FATAL(pthread_create(&k->t, NULL, call_main, k) == 0);
-}
-
-static int call_join(call_t *k)
-{
-    pthread_join(k->t, NULL);
-    return k->rc;
-}
-
 static void test_stale_ready(void)
 {
     char path[128], ready[160];
     zkt_path("stale", path, sizeof path);
     snprintf(ready, sizeof ready, "%s/ready", path);
     zhandle_t *zh = zkt_raw();
-    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    /* a round whose members died inside left its "ready" behind */
-    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, ready, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
-    struct Stat old;
-    CU_ASSERT_TRUE_FATAL(exists(zh, ready, &old));
+    int64_t old = bc_stale_ready(zh, path); /* a round whose members died inside */
     zkr_client_t *c = zkt_client(SESSION_MS), *c2 = zkt_client(SESSION_MS);
     zkr_double_barrier_t *a = NULL, *b = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&a, c, path, 2), ZKR_OK);
@@ -237,24 +186,24 @@ static void test_stale_ready(void)
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(a), 0);
     CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 1, WAIT_MS), 1); /* its node went: "ready" alone */
     /* with the second, both are: a new "ready" replaces the old */
-    call_t k;
-    call_start(&k, a, 0, WAIT_MS);
+    bcall_t k;
+    bc_start(&k, BC_ENTER, a, NULL, WAIT_MS);
     zkt_sleep_ms(300);
     int64_t second = zkt_now_ms();
     CU_ASSERT_EQUAL(zkr_double_barrier_enter(b, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&k), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&k), ZKR_OK);
     CU_ASSERT(k.returned >= second);
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(a), 1);
     struct Stat now;
     CU_ASSERT_TRUE(exists(zh, ready, &now));
-    CU_ASSERT(now.czxid > old.czxid);
+    CU_ASSERT(now.czxid > old);
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 3);
     /* one leaves: it waits for the other */
-    call_start(&k, a, 1, WAIT_MS);
+    bc_start(&k, BC_LEAVE, a, NULL, WAIT_MS);
     zkt_sleep_ms(300);
     int64_t last = zkt_now_ms();
     CU_ASSERT_EQUAL(zkr_double_barrier_leave(b, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&k), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&k), ZKR_OK);
     CU_ASSERT(k.returned >= last);
     /* the round's "ready" went with them */
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
@@ -462,32 +411,32 @@ static void test_expiry(void)
     CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&x, cc, path, 3), ZKR_OK);
     /* while entering: a's enter ends; b still waits, and is not let in
      * by two more (a is no longer counted)... */
-    call_t ka, kb;
-    call_start(&ka, a, 0, WAIT_MS);
-    call_start(&kb, b, 0, WAIT_MS);
+    bcall_t ka, kb;
+    bc_start(&ka, BC_ENTER, a, NULL, WAIT_MS);
+    bc_start(&kb, BC_ENTER, b, NULL, WAIT_MS);
     CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 2, WAIT_MS), 1);
     zkt_expire_client(ca, SESSION_MS);
-    CU_ASSERT_EQUAL(call_join(&ka), ZKR_ESESSIONLOST);
+    CU_ASSERT_EQUAL(bc_join(&ka), ZKR_ESESSIONLOST);
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(a), 0);
     CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 1, WAIT_MS), 1);
-    call_t kx;
-    call_start(&kx, x, 0, WAIT_MS);
+    bcall_t kx;
+    bc_start(&kx, BC_ENTER, x, NULL, WAIT_MS);
     CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 2, WAIT_MS), 1);
     zkt_sleep_ms(300);
-    CU_ASSERT_EQUAL(kb.rc, 1); /* both still waiting */
-    CU_ASSERT_EQUAL(kx.rc, 1);
+    CU_ASSERT_EQUAL(kb.rc, BC_PENDING); /* both still waiting */
+    CU_ASSERT_EQUAL(kx.rc, BC_PENDING);
     /* ...but by a third: a again, on its new session */
     int64_t third = zkt_now_ms();
     CU_ASSERT_EQUAL(zkr_double_barrier_enter(a, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&kb), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&kx), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kb), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kx), ZKR_OK);
     CU_ASSERT(kb.returned >= third && kx.returned >= third);
     /* inside: a's session expires; b and x leave without it; a's leave
      * says its session was lost */
     zkt_expire_client(ca, SESSION_MS);
-    call_start(&kb, b, 1, WAIT_MS);
+    bc_start(&kb, BC_LEAVE, b, NULL, WAIT_MS);
     CU_ASSERT_EQUAL(zkr_double_barrier_leave(x, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&kb), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kb), ZKR_OK);
     CU_ASSERT_EQUAL(zkr_double_barrier_leave(a, WAIT_MS), ZKR_ESESSIONLOST);
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(a), 0);
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
@@ -514,21 +463,21 @@ static void test_stall_during_enter(void)
     zkr_double_barrier_t *a = NULL, *b = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&a, ca, path, 2), ZKR_OK);
     CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&b, cb, path, 2), ZKR_OK);
-    call_t ka;
-    call_start(&ka, a, 0, WAIT_MS);
+    bcall_t ka;
+    bc_start(&ka, BC_ENTER, a, NULL, WAIT_MS);
     CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 1, WAIT_MS), 1);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     CU_ASSERT_EQUAL(zkr_double_barrier_enter(b, WAIT_MS), ZKR_OK);
     zkt_sleep_ms(SESSION_MS / 4);
-    CU_ASSERT_EQUAL(ka.rc, 1); /* a has not heard yet */
+    CU_ASSERT_EQUAL(ka.rc, BC_PENDING); /* a has not heard yet */
     int64_t back = zkt_now_ms();
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
-    CU_ASSERT_EQUAL(call_join(&ka), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&ka), ZKR_OK);
     CU_ASSERT(ka.returned >= back);
-    call_t kb;
-    call_start(&kb, b, 1, WAIT_MS);
+    bcall_t kb;
+    bc_start(&kb, BC_LEAVE, b, NULL, WAIT_MS);
     CU_ASSERT_EQUAL(zkr_double_barrier_leave(a, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(call_join(&kb), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kb), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
     zkr_double_barrier_free(a);
     zkr_double_barrier_free(b);
