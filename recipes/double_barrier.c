@@ -56,8 +56,10 @@ static int node_error(int zrc)
 static int list_members(zkr_double_barrier_t *d, zkr__bwait_t *w, int64_t deadline, int stats, listing_t *out)
 {
     memset(out, 0, sizeof *out);
+    /* while we have a node, only on its session; after, on any */
+    int64_t session = d->node ? d->session : 0;
     zkr__rq_t r = {.type = ZKR__RQ_CHILDREN, .path = d->path, .watch = w->sub};
-    int zrc = zkr__bsend(d->c, &r, d->session, deadline);
+    int zrc = zkr__bsend(d->c, &r, session, deadline);
     if (zrc == ZNONODE)
         zrc = ZOK; /* (a container reaped: nobody is in it, not even us) */
     if (zrc != ZOK) {
@@ -85,7 +87,7 @@ static int list_members(zkr_double_barrier_t *d, zkr__bwait_t *w, int64_t deadli
         if (!p)
             return ZSYSTEMERROR;
         zkr__rq_t e = {.type = ZKR__RQ_EXISTS, .path = p};
-        zrc = zkr__bsend(d->c, &e, d->session, deadline);
+        zrc = zkr__bsend(d->c, &e, session, deadline);
         if (zrc == ZOK)
             out->czxid[i] = e.stat.czxid;
         else if (zrc == ZNONODE)
@@ -184,14 +186,14 @@ static int enter_look(zkr_double_barrier_t *d, zkr__bwait_t *w, int64_t deadline
     int zrc = list_members(d, w, deadline, 0, &l);
     if (zrc == ZOK)
         zrc = ready_stat(d, deadline, &ready, &version);
+    if (zrc == ZOK && own_index(d, &l) < 0) {
+        listing_free(&l);
+        return node_gone(d);
+    }
     if (zrc == ZOK && ready > d->czxid) { /* made after our node: someone counted enough */
         listing_free(&l);
         d->round = ready;
         return 1;
-    }
-    if (zrc == ZOK && own_index(d, &l) < 0) {
-        listing_free(&l);
-        return node_gone(d);
     }
     size_t count = l.n;
     if (zrc == ZOK && ready != 0) { /* an earlier round's: count only those after it */
@@ -234,7 +236,8 @@ static int leave_look(zkr_double_barrier_t *d, zkr__bwait_t *w, int64_t deadline
     int zrc = list_members(d, w, deadline, 1, &l);
     if (zrc != ZOK) {
         listing_free(&l);
-        return node_error(zrc);
+        /* gone from the barrier already: a session's end only delays the look */
+        return !d->node && zkr__zk_class(zrc) == ZKR__ZC_SESSION && zrc != ZCLOSING ? 2 : node_error(zrc);
     }
     /* our round: the members older than its "ready" (names sorted) */
     long own = -1, lowest = -1;
@@ -389,12 +392,8 @@ void zkr_double_barrier_free(zkr_double_barrier_t *d)
 {
     if (!d)
         return;
-    if (d->node) { /* inside: we leave without waiting */
-        if (zkr__client_on_own_thread(d->c))
-            zkr__client_delete_later(d->c, d->node, d->session);
-        else
-            node_drop(d, zkr__deadline(ZKR_BARRIER_LOOK_MS));
-    }
+    if (d->node) /* inside: we leave, without waiting */
+        zkr__client_delete_later(d->c, d->node, d->session);
     free(d->node);
     zkr__client_release(d->c);
     pthread_mutex_destroy(&d->mu);

@@ -17,7 +17,7 @@ typedef struct bcall {
     zkr_double_barrier_t *d; /* BC_ENTER, BC_LEAVE */
     zkr_barrier_t *b;        /* BC_WAIT */
     int64_t timeout;
-    int rc;                  /* BC_PENDING until it returned */
+    _Atomic int rc;          /* BC_PENDING until it returned (read while it runs) */
     int64_t returned;        /* zkt_now_ms() then */
     pthread_t t;
 } bcall_t;

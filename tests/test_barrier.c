@@ -81,14 +81,15 @@ static void test_barrier(void)
 
 /* ---- double barrier: members in rounds ---------------------------------------------------- */
 
-#define MEMBERS 5
-#define ROUNDS 4
+#define MEMBERS 6
+#define ROUNDS 8
 #define CLIENTS 3
 
 typedef struct rounds {
     atomic_int called_enter[ROUNDS], called_leave[ROUNDS];
     atomic_int early_enter, early_leave, failed;
-    atomic_int passed[ROUNDS];
+    atomic_int passed[ROUNDS], left[ROUNDS];
+    atomic_int overlaps; /* enters of a round while some of the last were still leaving */
 } rounds_t;
 
 typedef struct member {
@@ -108,6 +109,8 @@ static void *member_main(void *arg)
     }
     for (int i = 0; i < ROUNDS; i++) {
         zkt_jitter(&m->seed, 30000);
+        if (i > 0 && atomic_load(&m->r->left[i - 1]) < MEMBERS)
+            atomic_fetch_add(&m->r->overlaps, 1);
         atomic_fetch_add(&m->r->called_enter[i], 1);
         int rc = zkr_double_barrier_enter(d, WAIT_MS);
         /* every member of this round called enter before anyone got in */
@@ -130,6 +133,7 @@ static void *member_main(void *arg)
             atomic_fetch_add(&m->r->failed, 1);
             break;
         }
+        atomic_fetch_add(&m->r->left[i], 1);
     }
     zkr_double_barrier_free(d);
     return NULL;
@@ -153,8 +157,10 @@ static void test_rounds(void)
     }
     for (int i = 0; i < MEMBERS; i++)
         pthread_join(t[i], NULL);
-    printf("\n    %d members on %d clients, %d rounds back to back: %lld ms", MEMBERS, CLIENTS, ROUNDS,
-           (long long)(zkt_now_ms() - t0));
+    printf("\n    %d members on %d clients, %d rounds back to back: %lld ms, %d enters while the last round "
+           "was still leaving",
+           MEMBERS, CLIENTS, ROUNDS, (long long)(zkt_now_ms() - t0), atomic_load(&r.overlaps));
+    CU_ASSERT(atomic_load(&r.overlaps) > 0); /* the rounds did overlap */
     CU_ASSERT_EQUAL(atomic_load(&r.failed), 0);
     CU_ASSERT_EQUAL(atomic_load(&r.early_enter), 0);
     CU_ASSERT_EQUAL(atomic_load(&r.early_leave), 0);
@@ -211,6 +217,49 @@ static void test_stale_ready(void)
     zkr_double_barrier_free(b);
     zkr_client_close(c);
     zkr_client_close(c2);
+    zkt_raw_close(zh);
+}
+
+/* N = 2 and three members: a and b are let in; c, coming after their
+ * "ready", belongs to the next round (Curator lets it in at once): a and
+ * b leave without waiting for it, and it is let in when a comes again. */
+static void test_late_member(void)
+{
+    char path[128];
+    zkt_path("late", path, sizeof path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_double_barrier_t *a = NULL, *b = NULL, *x = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&a, c, path, 2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&b, c, path, 2), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&x, c, path, 2), ZKR_OK);
+    bcall_t ka, kx;
+    bc_start(&ka, BC_ENTER, a, NULL, WAIT_MS);
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(b, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&ka), ZKR_OK);
+    bc_start(&kx, BC_ENTER, x, NULL, WAIT_MS);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 4, WAIT_MS), 1); /* a, b, x, ready */
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(kx.rc, BC_PENDING);
+    /* a and b leave: they do not wait for x */
+    bc_start(&ka, BC_LEAVE, a, NULL, WAIT_MS);
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(b, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&ka), ZKR_OK);
+    zkt_sleep_ms(300);
+    CU_ASSERT_EQUAL(kx.rc, BC_PENDING);
+    /* a comes again: x and a are the next round */
+    int64_t again = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kx), ZKR_OK);
+    CU_ASSERT(kx.returned >= again);
+    bc_start(&kx, BC_LEAVE, x, NULL, WAIT_MS);
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kx), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkr_double_barrier_free(a);
+    zkr_double_barrier_free(b);
+    zkr_double_barrier_free(x);
+    zkr_client_close(c);
     zkt_raw_close(zh);
 }
 
@@ -495,6 +544,8 @@ static void add_suites(void)
     CU_add_test(s, "double barrier: members on several clients in rounds back to back, none passing early",
                 test_rounds);
     CU_add_test(s, "a stale \"ready\" lets no single member through and is replaced", test_stale_ready);
+    CU_add_test(s, "a member after the round's \"ready\" is the next round's; the round leaves without it",
+                test_late_member);
     CU_add_test(s, "a member count of 1; freed inside", test_one_member);
     CU_add_test(s, "bad input, NULL, a closed client: the documented codes", test_bad_input);
     CU_add_test(s, "from the callback thread: waits refused with ZKR_EDEADLK", test_callback_thread);

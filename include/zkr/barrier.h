@@ -142,8 +142,8 @@ ZKR_EXTERN int zkr_double_barrier_leave(zkr_double_barrier_t *d, int64_t timeout
 ZKR_EXTERN int zkr_double_barrier_is_inside(zkr_double_barrier_t *d);
 
 /* Free (NULL is a no-op; not during a call on it).  Inside, our node is
- * deleted (in the background if the link is down): the others count us
- * as left. */
+ * deleted in the background (free does not wait): the others count us as
+ * left. */
 ZKR_EXTERN void zkr_double_barrier_free(zkr_double_barrier_t *d);
 
 #ifdef __cplusplus
