@@ -528,6 +528,20 @@ static void test_stall_during_enter(void)
     CU_ASSERT_EQUAL(zkr_double_barrier_leave(a, WAIT_MS), ZKR_OK);
     CU_ASSERT_EQUAL(bc_join(&kb), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    /* A stall past a's timeout: b counts a's node and goes in; a, not
+     * hearing of it, times out (its node is deleted once the link is
+     * back).  Each side says what it saw: the barrier cannot do better
+     * (Curator neither: CURATOR-318). */
+    bc_start(&ka, BC_ENTER, a, NULL, 1500);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 1, WAIT_MS), 1);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(b, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&ka), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(a), 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 2, WAIT_MS), 1); /* b and "ready" */
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(b, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
     zkr_double_barrier_free(a);
     zkr_double_barrier_free(b);
     zkr_client_close(ca);
@@ -552,7 +566,8 @@ static void add_suites(void)
     CU_pSuite f = CU_add_suite("barrier faults", NULL, NULL);
     CU_add_test(f, "a stalled link: every call keeps its timeout", test_stalled_link);
     CU_add_test(f, "a member's session expires while entering and while inside", test_expiry);
-    CU_add_test(f, "a stall during enter: let in once the link is back", test_stall_during_enter);
+    CU_add_test(f, "a stall during enter: let in once the link is back; past its timeout: out, the other in",
+                test_stall_during_enter);
 }
 
 int main(void)
