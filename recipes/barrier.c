@@ -97,7 +97,8 @@ int zkr_barrier_wait(zkr_barrier_t *b, int64_t timeout_ms)
             if (rc == ZKR_ETIMEDOUT && zkr__remaining_ms(d.wait) > 0)
                 rc = ZKR_OK;
         } else {
-            rc = zkr__rq_error(zrc);
+            /* (a lost connection is given up only at the deadline) */
+            rc = zrc == ZCONNECTIONLOSS ? ZKR_ETIMEDOUT : zkr__rq_error(zrc);
         }
         if (rc != ZKR_OK)
             break;

@@ -45,9 +45,12 @@ static void listing_free(listing_t *l)
     memset(l, 0, sizeof *l);
 }
 
-/* An answer of our node's session (or ZSESSIONEXPIRED) as our code. */
+/* An answer of our node's session (or ZSESSIONEXPIRED) as our code; a
+ * lost connection is given up only at the deadline (zkr__bsend). */
 static int node_error(int zrc)
 {
+    if (zrc == ZCONNECTIONLOSS)
+        return ZKR_ETIMEDOUT;
     return zrc == ZSESSIONEXPIRED ? ZKR_ESESSIONLOST : zkr__rq_error(zrc);
 }
 

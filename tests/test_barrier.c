@@ -342,6 +342,36 @@ static void test_bad_input(void)
     zkr_double_barrier_free(d);
 }
 
+/* The client closes while a member waits in enter and another in
+ * zkr_barrier_wait: both return ZKR_ECLOSED. */
+static void test_close_while_waiting(void)
+{
+    char path[128], gate[160], dir[160];
+    zkt_path("close", path, sizeof path);
+    snprintf(gate, sizeof gate, "%s/gate", path);
+    snprintf(dir, sizeof dir, "%s/d", path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zhandle_t *zh = zkt_raw();
+    zkr_barrier_t *b = NULL;
+    zkr_double_barrier_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&b, c, gate), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&d, c, dir, 2), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_barrier_set(b, 5000), ZKR_OK);
+    bcall_t kw, ke;
+    bc_start(&kw, BC_WAIT, NULL, b, -1);
+    bc_start(&ke, BC_ENTER, d, NULL, -1);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, dir, 1, WAIT_MS), 1);
+    zkt_sleep_ms(200);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    CU_ASSERT_EQUAL(bc_join(&kw), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(bc_join(&ke), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, dir, 0, WAIT_MS), 1); /* its session closed */
+    zkr_barrier_free(b);
+    zkr_double_barrier_free(d);
+    CU_ASSERT_EQUAL(zoo_delete(zh, gate, -1), ZOK);
+    zkt_raw_close(zh);
+}
+
 typedef struct in_cb {
     zkr_barrier_t *b;
     zkr_double_barrier_t *d;
@@ -563,6 +593,7 @@ static void add_suites(void)
     CU_add_test(s, "a member count of 1; freed inside", test_one_member);
     CU_add_test(s, "bad input, NULL, a closed client: the documented codes", test_bad_input);
     CU_add_test(s, "from the callback thread: waits refused with ZKR_EDEADLK", test_callback_thread);
+    CU_add_test(s, "the client closes while they wait: ZKR_ECLOSED", test_close_while_waiting);
     CU_pSuite f = CU_add_suite("barrier faults", NULL, NULL);
     CU_add_test(f, "a stalled link: every call keeps its timeout", test_stalled_link);
     CU_add_test(f, "a member's session expires while entering and while inside", test_expiry);
