@@ -342,33 +342,48 @@ static void test_bad_input(void)
     zkr_double_barrier_free(d);
 }
 
+/* A barrier at <name>/gate and a double barrier at <name>/d, on c. */
+typedef struct pair {
+    char path[128], gate[160], dir[160];
+    zkr_barrier_t *b;
+    zkr_double_barrier_t *d;
+} pair_t;
+
+static void pair_new(pair_t *p, const char *name, zkr_client_t *c, size_t members)
+{
+    zkt_path(name, p->path, sizeof p->path);
+    snprintf(p->gate, sizeof p->gate, "%s/gate", p->path);
+    snprintf(p->dir, sizeof p->dir, "%s/d", p->path);
+    CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&p->b, c, p->gate), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&p->d, c, p->dir, members), ZKR_OK);
+}
+
+static void pair_free(pair_t *p)
+{
+    zkr_barrier_free(p->b);
+    zkr_double_barrier_free(p->d);
+}
+
 /* The client closes while a member waits in enter and another in
  * zkr_barrier_wait: both return ZKR_ECLOSED. */
 static void test_close_while_waiting(void)
 {
-    char path[128], gate[160], dir[160];
-    zkt_path("close", path, sizeof path);
-    snprintf(gate, sizeof gate, "%s/gate", path);
-    snprintf(dir, sizeof dir, "%s/d", path);
     zkr_client_t *c = zkt_client(SESSION_MS);
     zhandle_t *zh = zkt_raw();
-    zkr_barrier_t *b = NULL;
-    zkr_double_barrier_t *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&b, c, gate), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&d, c, dir, 2), ZKR_OK);
-    CU_ASSERT_EQUAL(zkr_barrier_set(b, 5000), ZKR_OK);
+    pair_t p;
+    pair_new(&p, "close", c, 2);
+    CU_ASSERT_EQUAL(zkr_barrier_set(p.b, 5000), ZKR_OK);
     bcall_t kw, ke;
-    bc_start(&kw, BC_WAIT, NULL, b, -1);
-    bc_start(&ke, BC_ENTER, d, NULL, -1);
-    CU_ASSERT_EQUAL(zkt_wait_children(zh, dir, 1, WAIT_MS), 1);
+    bc_start(&kw, BC_WAIT, NULL, p.b, -1);
+    bc_start(&ke, BC_ENTER, p.d, NULL, -1);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, p.dir, 1, WAIT_MS), 1);
     zkt_sleep_ms(200);
     CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
     CU_ASSERT_EQUAL(bc_join(&kw), ZKR_ECLOSED);
     CU_ASSERT_EQUAL(bc_join(&ke), ZKR_ECLOSED);
-    CU_ASSERT_EQUAL(zkt_wait_children(zh, dir, 0, WAIT_MS), 1); /* its session closed */
-    zkr_barrier_free(b);
-    zkr_double_barrier_free(d);
-    CU_ASSERT_EQUAL(zoo_delete(zh, gate, -1), ZOK);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, p.dir, 0, WAIT_MS), 1); /* its session closed */
+    pair_free(&p);
+    CU_ASSERT_EQUAL(zoo_delete(zh, p.gate, -1), ZOK);
     zkt_raw_close(zh);
 }
 
@@ -397,17 +412,15 @@ static int cb_done(void *arg)
 
 static void test_callback_thread(void)
 {
-    char path[128], gate[160], dir[160];
-    zkt_path("cb", path, sizeof path);
-    snprintf(gate, sizeof gate, "%s/gate", path);
-    snprintf(dir, sizeof dir, "%s/dbl", path);
     zkr_client_t *c = zkt_client(SESSION_MS);
+    pair_t p;
+    pair_new(&p, "cb", c, 1);
     in_cb_t k;
     memset(&k, 0, sizeof k);
-    CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&k.b, c, gate), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&k.d, c, dir, 1), ZKR_OK);
+    k.b = p.b;
+    k.d = p.d;
     zkr_cache_t *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_cache_new(&cache, c, path, NULL), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_cache_new(&cache, c, p.path, NULL), ZKR_OK);
     zkr_cache_set_listener(cache, cb_listener, &k);
     CU_ASSERT_EQUAL(zkr_cache_start(cache), ZKR_OK);
     CU_ASSERT_TRUE(zkt_wait_for(cb_done, &k, WAIT_MS));
@@ -417,8 +430,7 @@ static void test_callback_thread(void)
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(k.d), 0);
     zkr_cache_free(cache);
     CU_ASSERT_EQUAL(zkr_barrier_remove(k.b, 5000), ZKR_OK);
-    zkr_barrier_free(k.b);
-    zkr_double_barrier_free(k.d);
+    pair_free(&p);
     zkr_client_close(c);
 }
 
@@ -434,18 +446,14 @@ static int gone_within(zhandle_t *zh, const char *path, int timeout_ms)
 
 static void test_stalled_link(void)
 {
-    char path[128], gate[160], dir[160];
-    zkt_path("stall", path, sizeof path);
-    snprintf(gate, sizeof gate, "%s/gate", path);
-    snprintf(dir, sizeof dir, "%s/d", path);
     zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
     CU_ASSERT_PTR_NOT_NULL_FATAL(px);
     zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
     zhandle_t *zh = zkt_raw();
-    zkr_barrier_t *b = NULL;
-    zkr_double_barrier_t *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_barrier_new(&b, c, gate), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&d, c, dir, 2), ZKR_OK);
+    pair_t p;
+    pair_new(&p, "stall", c, 2);
+    zkr_barrier_t *b = p.b;
+    zkr_double_barrier_t *d = p.d;
     CU_ASSERT_EQUAL(zkr_barrier_set(b, 5000), ZKR_OK);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
     int rcs[4];
@@ -466,11 +474,10 @@ static void test_stalled_link(void)
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(d), 0);
     /* the requests held in the stall go through after it: the member node
      * is made, then deleted in the background; the remove is applied */
-    CU_ASSERT_EQUAL(zkt_wait_children(zh, dir, 0, WAIT_MS), 1);
-    CU_ASSERT_TRUE(gone_within(zh, gate, WAIT_MS));
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, p.dir, 0, WAIT_MS), 1);
+    CU_ASSERT_TRUE(gone_within(zh, p.gate, WAIT_MS));
     CU_ASSERT_EQUAL(zkr_barrier_wait(b, WAIT_MS), ZKR_OK);
-    zkr_barrier_free(b);
-    zkr_double_barrier_free(d);
+    pair_free(&p);
     zkr_client_close(c);
     zkt_raw_close(zh);
     zkt_proxy_stop(px);
