@@ -108,10 +108,17 @@ static void test_mixed_rounds(void)
         CU_ASSERT_EQUAL(sv.count, (int)n + 1);
         int ready = 0;
         for (int i = 0; i < sv.count; i++) {
-            if (strcmp(sv.data[i], "ready") == 0)
+            char child[256];
+            struct Stat st;
+            snprintf(child, sizeof child, "%s/%s", path, sv.data[i]);
+            CU_ASSERT_EQUAL_FATAL(zoo_exists(zh, child, 0, &st), ZOK);
+            if (strcmp(sv.data[i], "ready") == 0) {
                 ready++;
-            else
-                CU_ASSERT_EQUAL(strlen(sv.data[i]), 36);
+                CU_ASSERT_EQUAL(st.ephemeralOwner, 0); /* PERSISTENT */
+            } else {
+                CU_ASSERT_EQUAL(strlen(sv.data[i]), 36); /* a UUID */
+                CU_ASSERT(st.ephemeralOwner != 0);      /* EPHEMERAL */
+            }
         }
         CU_ASSERT_EQUAL(ready, 1);
         deallocate_String_vector(&sv);

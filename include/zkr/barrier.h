@@ -7,7 +7,7 @@
  *   zkr_barrier_new(&b, c, "/jobs/gate");
  *   zkr_barrier_set(b, 5000);              (one process closes the gate)
  *   zkr_barrier_wait(b, 60000);            (others wait until it is removed)
- *   zkr_barrier_remove(b, 5000);           (the first one opens it)
+ *   zkr_barrier_remove(b, 5000);           (the one that set it opens it)
  *
  * A double barrier lets its members start together and finish together:
  *
@@ -45,12 +45,17 @@
  *    other is still inside, on a spurious wake).
  *  - A member whose enter or leave ends with an error or a timeout deletes
  *    its node (Curator leaves it: CURATOR-80, it holds up every leave).
+ * A Java member keeps Curator's ways: it passes on a "ready" older than
+ * its node, and its leave waits for every child of `path`, the next
+ * round's members too.  Rounds that mix C and Java members should not
+ * overlap (all have returned from leave before the next round enters).
  *
  * Rules (beyond <zkr/common.h>'s):
  *  - Every timeout holds when the link stalls (each request has the call's
  *    deadline).  A timeout of 0 is one look without waiting for anyone:
- *    its requests get up to ZKR_BARRIER_LOOK_MS.  A connection lost for a while is waited out within the
- *    timeout: the session, the node and the watches live on.
+ *    its requests get up to ZKR_BARRIER_LOOK_MS.  A connection lost for a
+ *    while is waited out within the timeout: the session, the node and
+ *    the watches live on.
  *  - A member whose session is lost is gone from the barrier: the others
  *    count it as left (it never entered, if it was still waiting); its
  *    own call returns ZKR_ESESSIONLOST, and a leave after it too.
