@@ -11,6 +11,8 @@
  *    other way round; both make the node PERSISTENT.
  *  - What each side does on a stale "ready" node: Curator lets a single
  *    member through (its known fault), ours waits for the count.
+ *  - A C member's session expires inside: Curator's leave counts it as
+ *    left; ours says ZKR_ESESSIONLOST.
  *
  * Every wait is bounded; no test asserts a speed. */
 #include <pthread.h>
@@ -214,6 +216,34 @@ static void test_stale_ready_each_side(void)
     zkt_raw_close(zh);
 }
 
+/* A C member's session expires inside: the Java member's leave counts it
+ * as left (Curator sees its node go); the C member's leave says its
+ * session was lost. */
+static void test_expiry_inside(void)
+{
+    char path[128];
+    zkt_path("expiry", path, sizeof path);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_double_barrier_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&d, c, path, 2), ZKR_OK);
+    CU_ASSERT_TRUE_FATAL(jis("OK", "member e0 %s 2", path));
+    bcall_t k;
+    bc_start(&k, BC_ENTER, d, NULL, WAIT_MS);
+    CU_ASSERT_TRUE(jis("STARTED", "enter e0 %d", WAIT_MS));
+    CU_ASSERT_EQUAL(bc_join(&k), ZKR_OK);
+    CU_ASSERT_TRUE(jis("DONE true", "await e0 %d", WAIT_MS));
+    zkt_expire_client(c, SESSION_MS);
+    CU_ASSERT_TRUE(jis("STARTED", "leave e0 %d", WAIT_MS));
+    CU_ASSERT_TRUE(jis("DONE true", "await e0 %d", WAIT_MS));
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(d, WAIT_MS), ZKR_ESESSIONLOST);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(d), 0);
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL(zkt_count_children(zh, path), 0);
+    zkt_raw_close(zh);
+    zkr_double_barrier_free(d);
+    zkr_client_close(c);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("barrier interop", suite_init, suite_clean);
@@ -223,6 +253,8 @@ static void add_suites(void)
                 test_barrier_both_ways);
     CU_add_test(s, "a stale \"ready\": Curator lets one member through, ours waits for the count",
                 test_stale_ready_each_side);
+    CU_add_test(s, "a C member's session expires inside: the Java member's leave counts it as left",
+                test_expiry_inside);
 }
 
 int main(void)
