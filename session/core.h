@@ -309,6 +309,14 @@ zkr_hold_state_t zkr__track_remove(zkr_client_t *c, zkr__track_t *t);
  * delete is given up and logged.  Used for every node that an abandoned or
  * released hold could otherwise leave behind. */
 void zkr__client_delete_later(zkr_client_t *c, const char *path, int64_t session_id);
+/* The same for a node at a path that is not ours alone (a plain path, a
+ * persistent node): deleted only while it is the node we made, czxid (or,
+ * czxid 0, an ephemeral node of session `owner`): an exists, then a delete
+ * with the version it read (written meanwhile: looked at again).  Kept
+ * across sessions (a persistent node outlives them), until done, another
+ * node is there, or the client closes.  Both 0: nothing is done. */
+void zkr__client_delete_owned_later(zkr_client_t *c, const char *path, int64_t czxid, int64_t owner,
+                                    int64_t session_id);
 /* The same for every child of `dir` whose name starts with `prefix` (a
  * protected "_c_<uuid>-" prefix whose create reply was lost). */
 void zkr__client_delete_prefix_later(zkr_client_t *c, const char *dir, const char *prefix,

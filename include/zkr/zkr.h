@@ -20,5 +20,6 @@
 #include "zkr/cache.h"
 #include "zkr/counter.h"
 #include "zkr/barrier.h"
+#include "zkr/pnode.h"
 
 #endif
