@@ -21,5 +21,6 @@
 #include "zkr/counter.h"
 #include "zkr/barrier.h"
 #include "zkr/pnode.h"
+#include "zkr/group.h"
 
 #endif
