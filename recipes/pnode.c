@@ -115,7 +115,7 @@ static void pnode_destroy(zkr_pnode_t *n)
     free(n->dir);
     free(n->data);
     free(n->node);
-    free(n->suffix);
+    free(n->fixed);
     free(n);
 }
 
@@ -154,7 +154,10 @@ int zkr_pnode_new(zkr_pnode_t **out, zkr_client_t *c, const char *path, const vo
         memcpy(n->dir, dl ? path : "/", dl ? dl : 1);
         n->dir[dl ? dl : 1] = '\0';
     }
-    int rc = n->path && n->data && n->dir ? ZKR_OK : ZKR_ENOMEM;
+    int seq = o.mode == ZKR_PNODE_EPHEMERAL_SEQUENTIAL || o.mode == ZKR_PNODE_PERSISTENT_SEQUENTIAL;
+    if (!seq)
+        n->fixed = strdup(path);
+    int rc = n->path && n->data && n->dir && (seq || n->fixed) ? ZKR_OK : ZKR_ENOMEM;
     if (rc == ZKR_OK && (rc = zkr__client_retain(c)) == ZKR_OK)
         n->c = c;
     if (rc == ZKR_OK)

@@ -50,12 +50,14 @@ struct zkr_pnode {
     int64_t failed_session;
 
     /* the thread's own (no lock) */
-    char *suffix;        /* sequential modes: the number of the first create,
-                            kept by every later create (Curator's rule) */
+    char *fixed;         /* what every create makes: the path; in the
+                            sequential modes, once the first create made
+                            it, its name (the same uuid and number, not
+                            sequential: Curator's rule); NULL before */
     char pending[ZKR__UUID_LEN + 1]; /* a protected create whose answer
                                         was lost: found by its prefix */
     int64_t pending_session;
-    int plain_unknown;   /* a create at the plain path whose answer was lost */
+    int plain_unknown;   /* a create of `fixed` whose answer was lost */
     int64_t plain_session;
     int64_t waiting_czxid; /* the other session's node told WAITING */
 

@@ -18,11 +18,6 @@
 #define WAIT_POLL_MS 10000   /* WAITING: the watch tells; a look now and then */
 #define DELETE_TRIES 8
 
-static int is_seq(const zkr_pnode_t *n)
-{
-    return n->mode == ZKR_PNODE_EPHEMERAL_SEQUENTIAL || n->mode == ZKR_PNODE_PERSISTENT_SEQUENTIAL;
-}
-
 static int is_eph(const zkr_pnode_t *n)
 {
     return n->mode == ZKR_PNODE_EPHEMERAL || n->mode == ZKR_PNODE_EPHEMERAL_SEQUENTIAL;
@@ -289,17 +284,6 @@ static int64_t check_node(zkr_pnode_t *n, int64_t session)
     return next;
 }
 
-/* The text after "_c_<uuid>-<basename>" of one of our protected names. */
-static void keep_suffix(zkr_pnode_t *n, const char *name)
-{
-    const char *base = zkr__path_basename(n->path);
-    size_t bl = strlen(base), nl = strlen(name);
-    if (n->suffix || nl < ZKR__PROTECTED_PREFIX_LEN + bl ||
-        strncmp(name + ZKR__PROTECTED_PREFIX_LEN, base, bl) != 0)
-        return;
-    n->suffix = strdup(name + ZKR__PROTECTED_PREFIX_LEN + bl);
-}
-
 /* A protected create whose answer was lost: find it by its prefix.  Ours
  * (this session's, or persistent) is adopted; another session's is
  * deleted.  GO_CREATE when there is none. */
@@ -311,11 +295,8 @@ static int64_t recover(zkr_pnode_t *n)
     char *full = NULL;
     if (zrc == ZOK) {
         for (size_t i = 0; i < r.count && !full; i++)
-            if (zkr__is_protected_for(r.names[i], n->pending)) {
-                keep_suffix(n, r.names[i]);
-                if (!(full = zkr__path_join(n->dir, r.names[i])))
-                    next = zkr__now_ms() + ZKR__PNODE_RETRY_MS;
-            }
+            if (zkr__is_protected_for(r.names[i], n->pending) && !(full = zkr__path_join(n->dir, r.names[i])))
+                next = zkr__now_ms() + ZKR__PNODE_RETRY_MS;
     } else if (zrc != ZNONODE) {
         next = retry_after(zrc);
     }
@@ -329,6 +310,8 @@ static int64_t recover(zkr_pnode_t *n)
     zrc = zkr__request(n->c, &e, req_deadline());
     if (zrc == ZOK && (e.stat.ephemeralOwner == 0 || e.stat.ephemeralOwner == e.session)) {
         n->pending[0] = '\0';
+        if (!n->fixed)
+            n->fixed = strdup(full); /* (the first create's: made again under its name) */
         next = adopt(n, full, e.stat.version, e.session);
     } else if (zrc == ZOK) {
         zkr__rq_t d = {.type = ZKR__RQ_DELETE, .path = full, .version = e.stat.version};
@@ -348,29 +331,17 @@ static int64_t recover(zkr_pnode_t *n)
     return next;
 }
 
-/* The name to create: the path, or a protected name (a fresh uuid) with
- * the first create's number once it has one. */
+/* The name to create: the fixed one, or for a sequential mode's first
+ * create a protected name with a fresh uuid. */
 static char *create_target(zkr_pnode_t *n, char uuid[ZKR__UUID_LEN + 1], int *first)
 {
     *first = 0;
-    if (!is_seq(n))
-        return strdup(n->path);
+    if (n->fixed)
+        return strdup(n->fixed);
     if (zkr__uuid(uuid) != 0)
         return NULL;
-    const char *base = zkr__path_basename(n->path);
-    if (!n->suffix) {
-        *first = 1;
-        return zkr__protected_path(n->dir, uuid, base);
-    }
-    size_t bl = strlen(base), sl = strlen(n->suffix);
-    char *marker = malloc(bl + sl + 1);
-    if (!marker)
-        return NULL;
-    memcpy(marker, base, bl);
-    memcpy(marker + bl, n->suffix, sl + 1);
-    char *p = zkr__protected_path(n->dir, uuid, marker);
-    free(marker);
-    return p;
+    *first = 1;
+    return zkr__protected_path(n->dir, uuid, zkr__path_basename(n->path));
 }
 
 static int64_t create(zkr_pnode_t *n, int64_t session)
@@ -393,9 +364,8 @@ static int64_t create(zkr_pnode_t *n, int64_t session)
     if (zrc == ZOK || zrc == ZNODEEXISTS)
         n->plain_unknown = 0; /* a session's requests are answered in order */
     if (zrc == ZOK && r.created) {
-        size_t tl = strlen(target);
-        if (first && strncmp(r.created, target, tl) == 0)
-            n->suffix = strdup(r.created + tl);
+        if (first)
+            n->fixed = strdup(r.created); /* NULL (no memory): a first create again */
         have_node(n, r.created, r.stat.czxid, r.session, gen);
         next = 0;
     } else if (zrc == ZNODEEXISTS) {
@@ -408,7 +378,7 @@ static int64_t create(zkr_pnode_t *n, int64_t session)
     } else {
         if (r.session != 0 && zkr__zk_class(zrc) != ZKR__ZC_FINAL) {
             /* sent, fate unknown */
-            if (is_seq(n)) {
+            if (first) {
                 memcpy(n->pending, uuid, sizeof n->pending);
                 n->pending_session = r.session;
             } else {
@@ -535,15 +505,15 @@ void zkr__pnode_delete_own(zkr_pnode_t *n, int64_t deadline)
          * another's, and is adopted as ours (the adoption rule) only if
          * it can be seen now */
         if (is_eph(n)) {
-            zkr__client_delete_owned_later(n->c, n->path, 0, n->plain_session, n->plain_session);
+            zkr__client_delete_owned_later(n->c, n->fixed, 0, n->plain_session, n->plain_session);
             return;
         }
-        zkr__rq_t r = {.type = ZKR__RQ_EXISTS, .path = n->path};
+        zkr__rq_t r = {.type = ZKR__RQ_EXISTS, .path = n->fixed};
         int zrc = zkr__request(n->c, &r, deadline);
         int64_t czxid = r.stat.czxid, owner = r.stat.ephemeralOwner;
         zkr__rq_clear(&r);
-        if (zrc == ZOK && owner == 0 && delete_if_ours(n, n->path, czxid, 0, deadline) != ZOK)
-            zkr__client_delete_owned_later(n->c, n->path, czxid, 0, n->plain_session);
+        if (zrc == ZOK && owner == 0 && delete_if_ours(n, n->fixed, czxid, 0, deadline) != ZOK)
+            zkr__client_delete_owned_later(n->c, n->fixed, czxid, 0, n->plain_session);
         else if (zrc != ZOK && zrc != ZNONODE)
             zkr__log(n->c, ZKR_LOG_WARN, "pnode %s: a create whose answer was lost may yet make it: not deleted",
                      n->path);

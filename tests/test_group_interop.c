@@ -4,7 +4,10 @@
  * changes on either side, a member leaving on either side, a Curator
  * member's session ended from outside (it leaves and Curator makes it
  * again); and both write the same node: <path>/<id>, EPHEMERAL, the
- * payload as data, no protected name. */
+ * payload as data, no protected name.  And zkr_pnode_t beside Curator's
+ * PersistentNode: the same protected sequential names, made again under
+ * the same name (uuid and number); ours waits while Curator's ephemeral
+ * node holds its path. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,12 +255,125 @@ static void test_c_expiry(void)
     zkt_raw_close(zh);
 }
 
+/* ---- Curator's PersistentNode and ours: the same names, the same rules --------------------------- */
+
+/* The Java pnode's path now ("" if none). */
+static void java_pnode_path(const char *name, char *out, size_t len)
+{
+    char *r = jcmd("pnodepath %s", name);
+    snprintf(out, len, "%s", r && strncmp(r, "PATH ", 5) == 0 ? r + 5 : "");
+    free(r);
+}
+
+typedef struct remade {
+    zhandle_t *zh;
+    const char *java; /* the Java pnode's name, or NULL: */
+    zkr_pnode_t *n;
+    int64_t old_czxid;
+    char now[256];
+} remade_t;
+
+static int is_remade(void *arg)
+{
+    remade_t *m = arg;
+    if (m->java) {
+        java_pnode_path(m->java, m->now, sizeof m->now);
+    } else {
+        char *p = NULL;
+        m->now[0] = '\0';
+        if (zkr_pnode_node_path(m->n, &p) == ZKR_OK)
+            snprintf(m->now, sizeof m->now, "%s", p);
+        zkr_free(p);
+    }
+    struct Stat st;
+    return m->now[0] && zoo_exists(m->zh, m->now, 0, &st) == ZOK && st.czxid != m->old_czxid;
+}
+
+/* A sequential mode, on each side: _c_<uuid>-<name><seq>; deleted, it is
+ * made again under the same name (the same uuid and number: Curator 5.4
+ * keeps its create builder's protected id), ours too. */
+static void one_seq_mode(zhandle_t *zh, zkr_client_t *c, const char *dir, zkr_pnode_mode_t mode, const char *jmode)
+{
+    char path[200];
+    snprintf(path, sizeof path, "%s/inst", dir);
+    CU_ASSERT_TRUE_FATAL(jis("OK", "pnode jp %s %s jdata", path, jmode));
+    zkr_pnode_options_t opt;
+    zkr_pnode_options_init(&opt);
+    opt.mode = mode;
+    zkr_pnode_t *n = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_pnode_new(&n, c, path, "cdata", 5, &opt), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_pnode_wait_created(n, WAIT_MS), ZKR_OK);
+    char jpath[256], cpath[256];
+    java_pnode_path("jp", jpath, sizeof jpath);
+    char *p = NULL;
+    CU_ASSERT_EQUAL(zkr_pnode_node_path(n, &p), ZKR_OK);
+    snprintf(cpath, sizeof cpath, "%s", p ? p : "");
+    zkr_free(p);
+    size_t dl = strlen(dir) + 1;
+    CU_ASSERT_TRUE(strlen(jpath) > dl && jpeer_curator_name(jpath + dl, "inst"));
+    CU_ASSERT_TRUE(strlen(cpath) > dl && jpeer_curator_name(cpath + dl, "inst"));
+    for (int side = 0; side < 2; side++) {
+        const char *old = side ? cpath : jpath;
+        struct Stat st;
+        CU_ASSERT_EQUAL(zoo_exists(zh, old, 0, &st), ZOK);
+        CU_ASSERT_EQUAL(zoo_delete(zh, old, -1), ZOK);
+        remade_t m = {zh, side ? NULL : "jp", n, st.czxid, ""};
+        CU_ASSERT_TRUE(zkt_wait_for(is_remade, &m, WAIT_MS));
+        printf("\n    %s %s: %s deleted, made again as %s", side ? "C" : "Curator", jmode, old + dl, m.now + dl);
+        CU_ASSERT_STRING_EQUAL(m.now, old);
+        char buf[16];
+        int len = (int)sizeof buf - 1;
+        CU_ASSERT_EQUAL(zoo_get(zh, m.now, 0, buf, &len, NULL), ZOK);
+        buf[len > 0 ? len : 0] = '\0';
+        CU_ASSERT_STRING_EQUAL(buf, side ? "cdata" : "jdata");
+    }
+    CU_ASSERT_TRUE(jis("OK", "closepnode jp"));
+    zkr_pnode_free(n);
+    CU_ASSERT_TRUE(zkt_wait_children(zh, dir, 0, WAIT_MS));
+}
+
+static void test_pnode_names(void)
+{
+    char dir[128], path[200];
+    zkt_path("pnode-interop", dir, sizeof dir);
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    one_seq_mode(zh, c, dir, ZKR_PNODE_EPHEMERAL_SEQUENTIAL, "EPHEMERAL_SEQUENTIAL");
+    one_seq_mode(zh, c, dir, ZKR_PNODE_PERSISTENT_SEQUENTIAL, "PERSISTENT_SEQUENTIAL");
+    /* Curator's ephemeral node at our path: ours waits, and is made when
+     * Curator's goes */
+    snprintf(path, sizeof path, "%s/plain", dir);
+    CU_ASSERT_TRUE_FATAL(jis("OK", "pnode jp %s EPHEMERAL jdata", path));
+    zkr_pnode_t *n = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_pnode_new(&n, c, path, "cdata", 5, NULL), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_pnode_wait_created(n, 1500), ZKR_ETIMEDOUT);
+    char buf[16];
+    int len = (int)sizeof buf - 1;
+    CU_ASSERT_EQUAL(zoo_get(zh, path, 0, buf, &len, NULL), ZOK);
+    buf[len > 0 ? len : 0] = '\0';
+    CU_ASSERT_STRING_EQUAL(buf, "jdata");
+    CU_ASSERT_TRUE(jis("OK", "closepnode jp"));
+    CU_ASSERT_EQUAL(zkr_pnode_wait_created(n, WAIT_MS), ZKR_OK);
+    len = (int)sizeof buf - 1;
+    CU_ASSERT_EQUAL(zoo_get(zh, path, 0, buf, &len, NULL), ZOK);
+    buf[len > 0 ? len : 0] = '\0';
+    CU_ASSERT_STRING_EQUAL(buf, "cdata");
+    zkr_pnode_free(n);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("group interop", suite_init, suite_clean);
     CU_add_test(s, "C and Curator members in one group: members, payloads, leaves, a Curator session ended",
                 test_mixed);
     CU_add_test(s, "a C member's session lost: Curator sees it come back", test_c_expiry);
+    CU_add_test(s, "Curator's PersistentNode and zkr_pnode_t: protected sequential names, made again under the "
+                   "same name; ours waits for Curator's ephemeral node",
+                test_pnode_names);
 }
 
 int main(void)

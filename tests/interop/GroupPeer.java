@@ -14,6 +14,12 @@
 //   expire NAME                 end the member's session from outside (a second
 //                               handle on it, closed): its node goes, Curator
 //                               makes it again on the next session   -> OK
+//   pnode NAME PATH MODE PAYLOAD  a PersistentNode (MODE: EPHEMERAL, PERSISTENT,
+//                               EPHEMERAL_SEQUENTIAL, PERSISTENT_SEQUENTIAL; the
+//                               sequential ones with protection), started and
+//                               waited for                          -> OK
+//   pnodepath NAME              its getActualPath()                  -> PATH path | NONE
+//   closepnode NAME             close it (deletes its node)          -> OK
 //   quit
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -26,6 +32,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.zookeeper.CreateMode;
 import org.apache.zookeeper.Watcher;
 import org.apache.zookeeper.ZooKeeper;
 
@@ -36,6 +44,7 @@ public class GroupPeer {
     }
 
     static final Map<String, Member> members = new ConcurrentHashMap<>();
+    static final Map<String, PersistentNode> pnodes = new ConcurrentHashMap<>();
 
     static byte[] text(String s) {
         return s.equals("-") ? new byte[0] : s.getBytes(StandardCharsets.US_ASCII);
@@ -96,6 +105,22 @@ public class GroupPeer {
         case "expire":
             expire(get(w[1]).client);
             return "OK";
+        case "pnode": { // pnode NAME PATH MODE PAYLOAD
+            CreateMode mode = CreateMode.valueOf(w[3]);
+            PersistentNode n = new PersistentNode(main, mode, mode.isSequential(), w[2], text(w[4]));
+            n.start();
+            if (!n.waitForInitialCreate(20, TimeUnit.SECONDS))
+                return "ERROR not created";
+            pnodes.put(w[1], n);
+            return "OK";
+        }
+        case "pnodepath": {
+            String p = pnodes.get(w[1]).getActualPath();
+            return p == null ? "NONE" : "PATH " + p;
+        }
+        case "closepnode":
+            pnodes.remove(w[1]).close();
+            return "OK";
         default:
             return "ERROR unknown command " + w[0];
         }
@@ -103,6 +128,13 @@ public class GroupPeer {
 
     public static void main(String[] args) throws Exception {
         CuratorPeer.serve(args[0], GroupPeer::handle, () -> {
+            for (PersistentNode n : pnodes.values()) {
+                try {
+                    n.close();
+                } catch (Exception e) {
+                    // quitting anyway
+                }
+            }
             for (Member m : members.values()) {
                 m.member.close();
                 m.client.close();
