@@ -45,7 +45,8 @@ struct zkr_pnode {
     uint64_t written_gen; /* the data generation the node on the server has */
     char *node;          /* the node on the server, ours; NULL if none */
     int64_t czxid;       /* of `node` */
-    int64_t node_session; /* the session that made or adopted `node` */
+    int64_t node_owner;  /* `node`'s ephemeral owner (our session then); 0:
+                            a persistent node */
     int failed_rc;       /* FAILED on failed_session: no try until a new one */
     int64_t failed_session;
 

@@ -102,8 +102,9 @@ const char *zkr_pnode_event_name(zkr_pnode_event_type_t type)
 
 /* ---- the node's state (changed under mu, told after) -------------------------------------- */
 
-/* `path` (czxid) is on the server and ours, with data generation gen. */
-static void have_node(zkr_pnode_t *n, const char *path, int64_t czxid, int64_t session, uint64_t gen)
+/* `path` (czxid; ephemeral of session `owner`, or 0: persistent) is on the
+ * server and ours, with data generation gen. */
+static void have_node(zkr_pnode_t *n, const char *path, int64_t czxid, int64_t owner, uint64_t gen)
 {
     char *p = strdup(path);
     if (!p) {
@@ -116,7 +117,7 @@ static void have_node(zkr_pnode_t *n, const char *path, int64_t czxid, int64_t s
     free(n->node);
     n->node = p;
     n->czxid = czxid;
-    n->node_session = session;
+    n->node_owner = owner;
     if (gen > n->written_gen)
         n->written_gen = gen;
     pthread_cond_broadcast(&n->cond);
@@ -184,20 +185,22 @@ static int write_data(zkr_pnode_t *n, const char *path, int version, uint64_t *g
     return zrc;
 }
 
-/* A node at `path` that is ours (this session's, or persistent): our data
- * over it, then it is our node. */
-static int64_t adopt(zkr_pnode_t *n, const char *path, int version, int64_t session)
+/* A node at `path` that is ours (ephemeral of this session, `owner`, or
+ * persistent: 0): our data over it, then it is our node. */
+static int64_t adopt(zkr_pnode_t *n, const char *path, int version, int64_t owner)
 {
     uint64_t gen;
     int64_t czxid;
     int zrc = write_data(n, path, version, &gen, &czxid);
     if (zrc == ZOK) {
-        have_node(n, path, czxid, session, gen);
+        have_node(n, path, czxid, owner, gen);
         return 0; /* (watched next) */
     }
     if (zrc == ZNONODE || zrc == ZBADVERSION)
         return 0; /* gone or changed meanwhile: look again */
     if (zkr__zk_class(zrc) == ZKR__ZC_FINAL && zrc != ZSYSTEMERROR) {
+        int64_t session = 0;
+        zkr_client_session(n->c, &session, NULL);
         fail(n, zrc, session, path);
         return IDLE;
     }
@@ -219,7 +222,7 @@ static int64_t look_at_existing(zkr_pnode_t *n, const char *path)
             if ((owner == 0) == is_eph(n))
                 zkr__log(n->c, ZKR_LOG_WARN, "pnode %s: adopting a%s node already there (mode %d)", path,
                          owner ? "n ephemeral" : " persistent", (int)n->mode);
-            next = adopt(n, path, r.stat.version, r.session);
+            next = adopt(n, path, r.stat.version, owner);
         } else {
             if (n->waiting_czxid != r.stat.czxid) {
                 n->waiting_czxid = r.stat.czxid;
@@ -244,15 +247,15 @@ static int64_t check_node(zkr_pnode_t *n, int64_t session)
 {
     pthread_mutex_lock(&n->mu);
     char *node = strdup(n->node);
-    int64_t czxid = n->czxid, node_session = n->node_session;
+    int64_t czxid = n->czxid, owner = n->node_owner;
     int stale = n->data_gen != n->written_gen;
     pthread_mutex_unlock(&n->mu);
     if (!node)
         return zkr__now_ms() + ZKR__PNODE_RETRY_MS;
     int64_t next;
     zkr__rq_t r = {.type = ZKR__RQ_EXISTS, .path = node, .watch = n->sub};
-    int zrc = is_eph(n) && node_session != session ? ZNONODE : zkr__request(n->c, &r, req_deadline());
-    if (zrc == ZOK && (r.stat.czxid != czxid || (is_eph(n) && r.stat.ephemeralOwner != node_session)))
+    int zrc = owner != 0 && owner != session ? ZNONODE : zkr__request(n->c, &r, req_deadline());
+    if (zrc == ZOK && (r.stat.czxid != czxid || r.stat.ephemeralOwner != owner))
         zrc = ZNONODE; /* another node at its path now */
     if (zrc == ZNONODE) {
         lose_node(n);
@@ -312,7 +315,7 @@ static int64_t recover(zkr_pnode_t *n)
         n->pending[0] = '\0';
         if (!n->fixed)
             n->fixed = strdup(full); /* (the first create's: made again under its name) */
-        next = adopt(n, full, e.stat.version, e.session);
+        next = adopt(n, full, e.stat.version, e.stat.ephemeralOwner);
     } else if (zrc == ZOK) {
         zkr__rq_t d = {.type = ZKR__RQ_DELETE, .path = full, .version = e.stat.version};
         zrc = zkr__request(n->c, &d, req_deadline());
@@ -366,7 +369,7 @@ static int64_t create(zkr_pnode_t *n, int64_t session)
     if (zrc == ZOK && r.created) {
         if (first)
             n->fixed = strdup(r.created); /* NULL (no memory): a first create again */
-        have_node(n, r.created, r.stat.czxid, r.session, gen);
+        have_node(n, r.created, r.stat.czxid, is_eph(n) ? r.session : 0, gen);
         next = 0;
     } else if (zrc == ZNODEEXISTS) {
         next = look_at_existing(n, target);
@@ -401,9 +404,9 @@ static int64_t step(zkr_pnode_t *n)
     if (st == ZKR_STATE_CLOSED)
         return IDLE;
     pthread_mutex_lock(&n->mu);
-    int has = n->node != NULL;
+    int ephemeral = n->node != NULL && n->node_owner != 0;
     pthread_mutex_unlock(&n->mu);
-    if (has && is_eph(n) && st == ZKR_STATE_LOST)
+    if (ephemeral && st == ZKR_STATE_LOST)
         lose_node(n); /* went with its session */
     int64_t session = 0;
     if (!zkr_client_is_connected(n->c) || zkr_client_session(n->c, &session, NULL) != ZKR_OK)
@@ -412,7 +415,7 @@ static int64_t step(zkr_pnode_t *n)
     int failed = n->failed_rc != 0 && n->failed_session == session;
     if (!failed)
         n->failed_rc = 0;
-    has = n->node != NULL;
+    int has = n->node != NULL;
     pthread_mutex_unlock(&n->mu);
     if (failed)
         return IDLE;
@@ -481,14 +484,14 @@ void zkr__pnode_delete_own(zkr_pnode_t *n, int64_t deadline)
         int zrc = delete_if_ours(n, n->node, n->czxid, 0, deadline);
         zkr__zk_class_t k = zkr__zk_class(zrc);
         if (zrc == ZCLOSING) {
-            if (!is_eph(n))
+            if (n->node_owner == 0)
                 zkr__log(n->c, ZKR_LOG_WARN, "pnode %s: the client closed first: the persistent node %s stays",
                          n->path, n->node);
         } else if (k == ZKR__ZC_CONNECTION || k == ZKR__ZC_SESSION || zrc == ZSYSTEMERROR) {
             /* finished once the link allows (an ephemeral one goes with
              * its session anyway; a persistent one is deleted on the next
              * session too), still only if it is ours */
-            zkr__client_delete_owned_later(n->c, n->node, n->czxid, 0, n->node_session);
+            zkr__client_delete_owned_later(n->c, n->node, n->czxid, 0, n->node_owner);
         } else if (zrc != ZOK) {
             zkr__log(n->c, ZKR_LOG_ERROR, "pnode %s: the server refuses to delete %s: %s", n->path, n->node,
                      zerror(zrc));

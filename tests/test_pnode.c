@@ -534,6 +534,26 @@ static void test_adopt(void)
     CU_ASSERT_EQUAL(st.czxid, st0.czxid);
     zkr_pnode_free(n);
     CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, NULL), ZNONODE);
+    /* a persistent node adopted in the ephemeral mode stays ours across a
+     * lost session: nothing told */
+    CU_ASSERT_EQUAL(zoo_create(zh, path, "old", 3, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, &st0), ZOK);
+    r = rec_new();
+    n = new_pnode(c, path, "new", ZKR_PNODE_EPHEMERAL, r);
+    CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_pnode_wait_created(n, WAIT_MS), ZKR_OK);
+    zkt_expire_client(c, SESSION_MS);
+    zkt_sleep_ms(500);
+    CU_ASSERT_EQUAL(zkr_pnode_set_data(n, "newer", 5, WAIT_MS), ZKR_OK); /* (it looks again first) */
+    CU_ASSERT_EQUAL(server_get(zh, path, buf, sizeof buf, &st), ZOK);
+    CU_ASSERT_STRING_EQUAL(buf, "newer");
+    CU_ASSERT_EQUAL(st.czxid, st0.czxid);
+    char seq[16];
+    sequence(r, seq, sizeof seq);
+    CU_ASSERT_STRING_EQUAL(seq, "C");
+    zkr_pnode_free(n);
+    CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, NULL), ZNONODE);
+    rec_free(r);
     zkr_client_close(c);
     zkt_raw_close(zh);
 }
@@ -803,7 +823,9 @@ static void add_suites(void)
                 test_foreign_ephemeral);
     CU_add_test(s, "free while waiting, and free after another session took the path: their node stays",
                 test_free_while_waiting);
-    CU_add_test(s, "our own session's ephemeral node and a persistent node: adopted, data written", test_adopt);
+    CU_add_test(s, "our own session's ephemeral node and a persistent node: adopted, data written; a persistent "
+                   "one stays ours across a lost session",
+                test_adopt);
     CU_add_test(s, "free deletes its own node and nothing else", test_free_own_only);
     CU_add_test(s, "a stalled link: wait_created and set_data keep their timeouts, free is bounded and the "
                    "persistent node goes once the link is back",
