@@ -129,26 +129,14 @@ static void rig_up(rig_t *r, const char *name, int on_ensemble)
     CU_ASSERT_EQUAL(zkr_group_wait_initialized(r->g, BACK_MS), ZKR_OK);
 }
 
-typedef struct gone {
-    zhandle_t *zh;
-    const char *path;
-} gone_t;
-
-static int is_gone(void *arg)
-{
-    gone_t *g = arg;
-    return zoo_exists(g->zh, g->path, 0, NULL) == ZNONODE;
-}
-
 static void rig_down(rig_t *r)
 {
     zkr_pnode_free(r->n);
     zkr_group_free(r->g);
     /* ours deleted (seen by the checks' handle, which may read from
      * another server of the ensemble, a little behind), theirs not */
-    gone_t g1 = {r->raw, r->ours}, g2 = {r->raw, r->our_member};
-    CU_ASSERT_TRUE(zkt_wait_for(is_gone, &g1, 5000));
-    CU_ASSERT_TRUE(zkt_wait_for(is_gone, &g2, 5000));
+    CU_ASSERT_TRUE(zkt_wait_gone(r->raw, r->ours, 5000));
+    CU_ASSERT_TRUE(zkt_wait_gone(r->raw, r->our_member, 5000));
     CU_ASSERT_EQUAL(czxid_of(r->raw, r->theirs), r->their_czxid);
     CU_ASSERT_EQUAL(czxid_of(r->raw, r->their_member), r->their_member_czxid);
     zkr_client_remove_listener(r->c, on_state, r);

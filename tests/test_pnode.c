@@ -156,17 +156,6 @@ static char *node_path(zkr_pnode_t *n)
     return p;
 }
 
-typedef struct gone {
-    zhandle_t *zh;
-    const char *path;
-} gone_t;
-
-static int is_gone(void *arg)
-{
-    gone_t *g = arg;
-    return zoo_exists(g->zh, g->path, 0, NULL) == ZNONODE;
-}
-
 /* The pnode's node differs from `old` (made again) and is created. */
 typedef struct remade {
     zkr_pnode_t *n;
@@ -468,8 +457,7 @@ static void test_free_while_waiting(void)
     }
     /* and a pnode whose node was replaced by another session's */
     zkt_raw_close(other);
-    gone_t g = {zh, path};
-    CU_ASSERT_TRUE(zkt_wait_for(is_gone, &g, WAIT_MS));
+    CU_ASSERT_TRUE(zkt_wait_gone(zh, path, WAIT_MS));
     rec_t *r = rec_new();
     zkr_pnode_t *n = new_pnode(c, path, "ours", ZKR_PNODE_PERSISTENT, r);
     CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
@@ -625,8 +613,7 @@ static void test_stalled(void)
     CU_ASSERT_TRUE(took < ZKR_RELEASE_WAIT_MS + 1000);
     CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, NULL), ZOK);
     CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
-    gone_t g = {zh, path};
-    CU_ASSERT_TRUE(zkt_wait_for(is_gone, &g, WAIT_MS));
+    CU_ASSERT_TRUE(zkt_wait_gone(zh, path, WAIT_MS));
     (void)buf;
     zkr_client_close(c);
     zkt_proxy_stop(px);

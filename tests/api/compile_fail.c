@@ -75,6 +75,20 @@ static void observe_fn(zkr_observer_t *o, const zkr_participant_t *leader, void 
     (void)ctx;
 }
 
+static void pnode_fn(zkr_pnode_t *n, const zkr_pnode_event_t *e, void *ctx)
+{
+    (void)n;
+    (void)e;
+    (void)ctx;
+}
+
+static void group_fn(zkr_group_t *g, const zkr_group_event_t *e, void *ctx)
+{
+    (void)g;
+    (void)e;
+    (void)ctx;
+}
+
 /* ---- the 0.2.0 types (each case defines the one it passes) ----------------- */
 
 #if CASE == 1 || CASE == 2 || CASE == 3 || CASE == 4
@@ -171,6 +185,18 @@ static void old_observe(const zkr_participant_t *leader, void *ctx)
 #define OBSERVE_FN observe_fn
 #endif
 
+/* Listeners added in 1.x: a function of another type fails too. */
+#if CASE == 12
+#define PNODE_FN group_fn
+#else
+#define PNODE_FN pnode_fn
+#endif
+#if CASE == 13
+#define GROUP_FN pnode_fn
+#else
+#define GROUP_FN group_fn
+#endif
+
 int uses(zkr_client_t *c, zkr_mutex_t *m, zkr_rwlock_t *l, zkr_semaphore_mutex_t *sm, zkr_semaphore_t *s,
          zkr_latch_t *la, zkr_selector_t *se);
 
@@ -190,6 +216,8 @@ int uses(zkr_client_t *c, zkr_mutex_t *m, zkr_rwlock_t *l, zkr_semaphore_mutex_t
     rc |= zkr_latch_set_listener(la, LATCH_FN, NULL);
     rc |= zkr_selector_set_listener(se, SELECTOR_FN, NULL);
     rc |= zkr_observer_new(&o, c, "/leader", ZKR_ELECTION_LATCH, OBSERVE_FN, NULL);
+    rc |= zkr_pnode_set_listener(NULL, PNODE_FN, NULL);
+    rc |= zkr_group_set_listener(NULL, GROUP_FN, NULL);
     /* NULL passes every check */
     rc |= zkr_mutex_set_hold_listener(m, NULL, NULL);
     rc |= zkr_latch_set_listener(la, NULL, NULL);

@@ -502,6 +502,23 @@ int zkt_wait_children(zhandle_t *zh, const char *path, int n, int timeout_ms)
     return zkt_wait_for(children_are, &w, timeout_ms);
 }
 
+typedef struct gone {
+    zhandle_t *zh;
+    const char *path;
+} gone_t;
+
+static int is_gone(void *arg)
+{
+    gone_t *g = arg;
+    return zoo_exists(g->zh, g->path, 0, NULL) == ZNONODE;
+}
+
+int zkt_wait_gone(zhandle_t *zh, const char *path, int timeout_ms)
+{
+    gone_t g = {zh, path};
+    return zkt_wait_for(is_gone, &g, timeout_ms);
+}
+
 int zkt_flag_set(void *arg)
 {
     return atomic_load((atomic_int *)arg) > 0;

@@ -34,6 +34,8 @@ void zkt_raw_close(zhandle_t *zh);
 int zkt_count_children(zhandle_t *zh, const char *path);
 /* Wait up to timeout_ms until `path` has exactly n children; 1 if it did. */
 int zkt_wait_children(zhandle_t *zh, const char *path, int n, int timeout_ms);
+/* Wait up to timeout_ms until `path` does not exist; 1 if so. */
+int zkt_wait_gone(zhandle_t *zh, const char *path, int timeout_ms);
 /* A zkt_wait_for condition: the atomic_int at arg is above zero. */
 int zkt_flag_set(void *arg);
 /* A watcher that ignores everything (for raw handles). */
