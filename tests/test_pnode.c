@@ -1,14 +1,15 @@
 /* The persistent node (zkr/pnode.h) on a real server: each mode (names,
  * owners, data), data written and rewritten, a node deleted by another
  * session made again (DELETED, CREATED; a sequential one under its first
- * number), a lost session (DELETED then CREATED on the new one, same
- * data), another session's ephemeral node at the path left alone while
- * the pnode waits and the pnode made as soon as it goes, our own session's
- * node and a persistent node adopted, free deleting its node and nothing
- * else, a lost create answer found again by its protected prefix, the
- * timeouts on a stalled link (wait_created, set_data, free) and the
- * persistent node deleted once the link is back, a listener that frees its
- * own pnode, and bad input. */
+ * name), a lost session (DELETED then CREATED on the new one, same data),
+ * another session's ephemeral node at the path left alone while the pnode
+ * waits and the pnode made as soon as it goes, our own session's node and
+ * a persistent node adopted (the latter ours across a lost session), free
+ * deleting its node and nothing else, a lost create answer found again by
+ * its protected prefix (also with its session lost), FAILED, the timeouts
+ * on a stalled link (wait_created, set_data, free) and the persistent node
+ * deleted once the link is back, a listener that frees its own pnode, and
+ * bad input. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -655,6 +656,58 @@ static void test_lost_answer(void)
     zkt_raw_close(zh);
 }
 
+/* The same with the session ended before the answer comes: the persistent
+ * node is found by its prefix on the new session and adopted (one node,
+ * ours); an ephemeral one went with the session and is made again. */
+static void test_lost_answer_and_session(void)
+{
+    char dir[128], path[200];
+    zhandle_t *zh = zkt_raw();
+    base("pnode-lostsess", dir, sizeof dir, zh);
+    CU_ASSERT_EQUAL(zoo_create(zh, dir, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    snprintf(path, sizeof path, "%s/m", dir);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    for (int mode = ZKR_PNODE_EPHEMERAL_SEQUENTIAL; mode <= ZKR_PNODE_PERSISTENT_SEQUENTIAL; mode++) {
+        rec_t *r = rec_new();
+        zkr_pnode_t *n = new_pnode(c, path, "x", (zkr_pnode_mode_t)mode, r);
+        int64_t id = 0;
+        char pw[16];
+        CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &id, pw), ZKR_OK);
+        CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 1), 0);
+        CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+        CU_ASSERT_TRUE(zkt_wait_children(zh, dir, 1, WAIT_MS)); /* made, its answer held */
+        char first[200];
+        CU_ASSERT_EQUAL(zkt_newest_child(zh, dir, first, sizeof first), 1);
+        struct Stat st0;
+        CU_ASSERT_EQUAL(zoo_exists(zh, first, 0, &st0), ZOK);
+        CU_ASSERT_EQUAL(zkt_expire_session(id, pw), 0);
+        zkt_proxy_cut(px); /* the held answer is lost */
+        CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 0), 0);
+        CU_ASSERT_EQUAL(zkr_pnode_wait_created(n, WAIT_MS), ZKR_OK);
+        CU_ASSERT_EQUAL(zkt_count_children(zh, dir), 1);
+        char *p = node_path(n);
+        struct Stat st;
+        CU_ASSERT_EQUAL(zoo_exists(zh, p, 0, &st), ZOK);
+        if (mode == ZKR_PNODE_PERSISTENT_SEQUENTIAL) {
+            CU_ASSERT_STRING_EQUAL(p, first); /* adopted */
+            CU_ASSERT_EQUAL(st.czxid, st0.czxid);
+        } else {
+            CU_ASSERT_NOT_EQUAL(st.czxid, st0.czxid); /* made again */
+            CU_ASSERT_NOT_EQUAL(st.ephemeralOwner, id);
+        }
+        CU_ASSERT_EQUAL(count(r, ZKR_PNODE_CREATED), 1);
+        zkr_pnode_free(n);
+        CU_ASSERT_EQUAL(zkt_count_children(zh, dir), 0);
+        zkr_free(p);
+        rec_free(r);
+    }
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+    zkt_raw_close(zh);
+}
+
 /* ---- refused for good --------------------------------------------------------------------------- */
 
 static void test_failed(void)
@@ -818,6 +871,9 @@ static void add_suites(void)
                    "persistent node goes once the link is back",
                 test_stalled);
     CU_add_test(s, "a protected create whose answer was lost: found by its prefix and adopted", test_lost_answer);
+    CU_add_test(s, "a protected create whose answer and session were lost: a persistent node adopted on the new "
+                   "session, an ephemeral one made again",
+                test_lost_answer_and_session);
     CU_add_test(s, "refused for good (no right to create): FAILED, wait_created says why", test_failed);
     CU_add_test(s, "a listener that frees its own pnode is refused; nothing told after free", test_free_from_listener);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
