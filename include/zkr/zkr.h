@@ -22,5 +22,6 @@
 #include "zkr/barrier.h"
 #include "zkr/pnode.h"
 #include "zkr/group.h"
+#include "zkr/discovery.h"
 
 #endif

@@ -1,0 +1,141 @@
+/* The discovery handle (include/zkr/discovery.h): its base path, and the
+ * queries, each a few ZooKeeper requests awaited until one deadline
+ * (session/requests.h): the services' names, the instances of one service
+ * (its children, then each child's data), one instance. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipes/discovery_private.h"
+#include "session/requests.h"
+#include "util/util.h"
+
+int zkr_discovery_new(zkr_discovery_t **out, zkr_client_t *c, const char *base_path)
+{
+    if (out)
+        *out = NULL;
+    if (!out || !c || !zkr__path_valid(base_path))
+        return ZKR_EINVAL;
+    zkr_discovery_t *d = calloc(1, sizeof *d);
+    if (!d || !(d->base = strdup(base_path)) || pthread_mutex_init(&d->mu, NULL) != 0) {
+        if (d)
+            free(d->base);
+        free(d);
+        return ZKR_ENOMEM;
+    }
+    int rc = zkr__client_retain(c);
+    if (rc != ZKR_OK) {
+        pthread_mutex_destroy(&d->mu);
+        free(d->base);
+        free(d);
+        return rc;
+    }
+    d->c = c;
+    *out = d;
+    return ZKR_OK;
+}
+
+void zkr_discovery_free(zkr_discovery_t *d)
+{
+    if (!d)
+        return;
+    pthread_mutex_destroy(&d->mu);
+    zkr__client_release(d->c);
+    free(d->base);
+    free(d);
+}
+
+/* The children of path, sorted; ZNONODE gives none. */
+static int children(zkr_client_t *c, const char *path, char ***names, size_t *count, int64_t deadline)
+{
+    zkr__rq_t r = {.type = ZKR__RQ_CHILDREN, .path = path};
+    int zrc = zkr__request(c, &r, deadline);
+    int rc = zrc == ZNONODE ? ZKR_OK : zkr__rq_error(zrc);
+    if (zrc == ZOK && r.count > 0) {
+        *names = r.names;
+        *count = r.count;
+        r.names = NULL;
+        r.count = 0;
+    }
+    zkr__rq_clear(&r);
+    return rc;
+}
+
+int zkr_discovery_names(zkr_discovery_t *d, char ***names, size_t *count, int64_t timeout_ms)
+{
+    if (names)
+        *names = NULL;
+    if (count)
+        *count = 0;
+    if (!d || !names || !count)
+        return ZKR_EINVAL;
+    return children(d->c, d->base, names, count, zkr__deadline(timeout_ms));
+}
+
+/* One instance node's data, parsed. */
+static int read_instance(zkr_discovery_t *d, const char *path, zkr_instance_t **inst, int64_t deadline)
+{
+    zkr__rq_t r = {.type = ZKR__RQ_GET, .path = path};
+    int zrc = zkr__request(d->c, &r, deadline);
+    int rc = zkr__rq_error(zrc);
+    if (zrc == ZOK)
+        rc = zkr__disc_parse(r.value, r.value ? (size_t)r.value_len : 0, inst);
+    zkr__rq_clear(&r);
+    return rc;
+}
+
+int zkr_discovery_instance(zkr_discovery_t *d, const char *name, const char *id, zkr_instance_t **inst,
+                           int64_t timeout_ms)
+{
+    if (inst)
+        *inst = NULL;
+    if (!d || !inst || !zkr__disc_segment_valid(name) || !zkr__disc_segment_valid(id))
+        return ZKR_EINVAL;
+    char *path = zkr__disc_path(d->base, name, id);
+    if (!path)
+        return ZKR_ENOMEM;
+    int rc = read_instance(d, path, inst, zkr__deadline(timeout_ms));
+    free(path);
+    return rc;
+}
+
+int zkr_discovery_instances(zkr_discovery_t *d, const char *name, zkr_instance_t ***insts, size_t *count,
+                            int64_t timeout_ms)
+{
+    if (insts)
+        *insts = NULL;
+    if (count)
+        *count = 0;
+    if (!d || !insts || !count || !zkr__disc_segment_valid(name))
+        return ZKR_EINVAL;
+    int64_t deadline = zkr__deadline(timeout_ms);
+    char *dir = zkr__disc_path(d->base, name, NULL);
+    char **ids = NULL;
+    size_t n = 0;
+    int rc = dir ? children(d->c, dir, &ids, &n, deadline) : ZKR_ENOMEM;
+    zkr_instance_t **v = rc == ZKR_OK && n > 0 ? calloc(n, sizeof *v) : NULL;
+    if (rc == ZKR_OK && n > 0 && !v)
+        rc = ZKR_ENOMEM;
+    size_t got = 0;
+    for (size_t i = 0; rc == ZKR_OK && i < n; i++) {
+        char *path = zkr__path_join(dir, ids[i]);
+        int r = path ? read_instance(d, path, &v[got], deadline) : ZKR_ENOMEM;
+        if (r == ZKR_OK)
+            got++;
+        else if (r == ZKR_EBADDATA)
+            zkr__log(d->c, ZKR_LOG_WARN, "discovery: %s is not a service instance: left out", path);
+        else if (r != ZKR_ENONODE) /* (gone meanwhile: left out) */
+            rc = r;
+        free(path);
+    }
+    zkr_strings_free(ids, n);
+    free(dir);
+    if (rc != ZKR_OK || got == 0) {
+        zkr_instances_free(v, got);
+        return rc;
+    }
+    *insts = v;
+    *count = got;
+    return ZKR_OK;
+}

@@ -1,0 +1,667 @@
+/* Service discovery (zkr/discovery.h) on a real server: the JSON codec
+ * (Curator's exact bytes, round trips, unknown members, nulls, malformed
+ * and oversized data), the queries, the service cache's events and lists,
+ * the providers' order and stickiness, and bad input. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness/zkr_test.h"
+
+#define SESSION_MS 6000
+#define WAIT_MS 15000
+
+/* What Curator 5.4.0's JsonInstanceSerializer(Map.class) writes (taken
+ * from the real jar), and its String-payload form. */
+static const char CURATOR_MAP[] =
+    "{\"name\":\"web\",\"id\":\"id1\",\"address\":\"10.0.0.1\",\"port\":80,\"sslPort\":443,"
+    "\"payload\":{\"@class\":\"java.util.LinkedHashMap\",\"k\":\"v\",\"n\":3},\"registrationTimeUTC\":123,"
+    "\"serviceType\":\"STATIC\",\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},"
+    "{\"value\":\"://foo.com:\",\"variable\":false},{\"value\":\"port\",\"variable\":true}]}}";
+static const char CURATOR_NULLS[] =
+    "{\"name\":\"web\",\"id\":\"id3\",\"address\":null,\"port\":null,\"sslPort\":null,\"payload\":null,"
+    "\"registrationTimeUTC\":1795787544891,\"serviceType\":\"DYNAMIC\",\"uriSpec\":null}";
+
+static char *dup_json(const zkr_instance_t *inst)
+{
+    char *json = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(zkr_instance_to_json(inst, &json, &len), ZKR_OK);
+    CU_ASSERT(json == NULL || strlen(json) == len);
+    return json;
+}
+
+/* An instance like CURATOR_MAP's. */
+static const zkr_uri_part_t PARTS[] = {{"scheme", 1}, {"://foo.com:", 0}, {"port", 1}};
+
+static void fill_map(zkr_instance_t *in)
+{
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(in), ZKR_OK);
+    in->name = "web";
+    in->id = "id1";
+    in->address = "10.0.0.1";
+    in->port = 80;
+    in->ssl_port = 443;
+    in->payload = "{\"@class\":\"java.util.LinkedHashMap\",\"k\":\"v\",\"n\":3}";
+    in->registration_time_utc = 123;
+    in->service_type = ZKR_SERVICE_STATIC;
+    in->uri_parts = PARTS;
+    in->uri_part_count = 3;
+}
+
+static int same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static int equal(const zkr_instance_t *a, const zkr_instance_t *b)
+{
+    if (!same(a->name, b->name) || !same(a->id, b->id) || !same(a->address, b->address) || a->port != b->port ||
+        a->ssl_port != b->ssl_port || !same(a->payload, b->payload) ||
+        a->registration_time_utc != b->registration_time_utc || a->service_type != b->service_type ||
+        !a->enabled != !b->enabled || !a->uri_parts != !b->uri_parts || a->uri_part_count != b->uri_part_count)
+        return 0;
+    for (size_t i = 0; i < a->uri_part_count; i++)
+        if (!same(a->uri_parts[i].value, b->uri_parts[i].value) || !a->uri_parts[i].variable != !b->uri_parts[i].variable)
+            return 0;
+    return 1;
+}
+
+static void test_codec_curator_bytes(void)
+{
+    zkr_instance_t in;
+    fill_map(&in);
+    char *json = dup_json(&in);
+    CU_ASSERT_STRING_EQUAL(json ? json : "", CURATOR_MAP);
+    zkr_instance_t *back = NULL;
+    CU_ASSERT_EQUAL(zkr_instance_from_json(CURATOR_MAP, strlen(CURATOR_MAP), &back), ZKR_OK);
+    CU_ASSERT(back && equal(&in, back));
+    CU_ASSERT(back && back->enabled == 1);
+    zkr_instance_free(back);
+    free(json);
+
+    zkr_instance_t nulls;
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(&nulls), ZKR_OK);
+    nulls.name = "web";
+    nulls.id = "id3";
+    nulls.registration_time_utc = 1795787544891LL;
+    json = dup_json(&nulls);
+    CU_ASSERT_STRING_EQUAL(json ? json : "", CURATOR_NULLS);
+    free(json);
+    CU_ASSERT_EQUAL(zkr_instance_from_json(CURATOR_NULLS, strlen(CURATOR_NULLS), &back), ZKR_OK);
+    CU_ASSERT(back && equal(&nulls, back) && !back->address && back->port == -1 && back->ssl_port == -1 &&
+              !back->payload && !back->uri_parts);
+    zkr_instance_free(back);
+}
+
+static void test_codec_round_trips(void)
+{
+    zkr_instance_t in;
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(&in), ZKR_OK);
+    CU_ASSERT_EQUAL(strlen(in.id), 36);
+    CU_ASSERT(in.registration_time_utc > 1600000000000LL);
+    CU_ASSERT_EQUAL(in.service_type, ZKR_SERVICE_DYNAMIC);
+    CU_ASSERT_EQUAL(in.port, -1);
+    CU_ASSERT_EQUAL(in.enabled, 1);
+    zkr_instance_t other;
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(&other), ZKR_OK);
+    CU_ASSERT_STRING_NOT_EQUAL(in.id, other.id);
+    in.name = "caf\xc3\xa9";
+    in.address = "fd00::2%eth0";
+    in.port = 0;
+    in.ssl_port = 65535;
+    in.payload = "\"hello \\\"world\\\"\"";
+    in.service_type = ZKR_SERVICE_DYNAMIC_SEQUENTIAL;
+    in.enabled = 0;
+    zkr_uri_part_t none[1];
+    in.uri_parts = none;
+    in.uri_part_count = 0;
+    const char *payloads[] = {"\"hello \\\"world\\\"\"", "[1,2,{\"a\":null}]", "42", "true", "{}", NULL};
+    for (size_t i = 0; i < sizeof payloads / sizeof payloads[0]; i++) {
+        in.payload = payloads[i];
+        char *json = dup_json(&in);
+        CU_ASSERT(json && strstr(json, "\"enabled\":false") && strstr(json, "\"uriSpec\":{\"parts\":[]}"));
+        zkr_instance_t *back = NULL;
+        CU_ASSERT_EQUAL(zkr_instance_from_json(json ? json : "", json ? strlen(json) : 0, &back), ZKR_OK);
+        CU_ASSERT(back && equal(&in, back));
+        zkr_instance_t *copy = NULL;
+        CU_ASSERT_EQUAL(zkr_instance_copy(back, &copy), ZKR_OK);
+        CU_ASSERT(copy && back && equal(copy, back) && copy->name != back->name);
+        zkr_instance_free(copy);
+        zkr_instance_free(back);
+        free(json);
+    }
+    CU_ASSERT_STRING_EQUAL(zkr_service_type_name(ZKR_SERVICE_PERMANENT), "PERMANENT");
+    CU_ASSERT_STRING_EQUAL(zkr_service_type_name((zkr_service_type_t)9), "UNKNOWN");
+}
+
+static void test_codec_reading(void)
+{
+    /* unknown members ignored; absent ones as Curator's defaults; a part's
+     * absent members "" and false; data need not be NUL-terminated */
+    const char *j = "{\"zzz\":[1,{\"x\":2}],\"id\":\"a\",\"name\":\"s\",\"uriSpec\":{\"parts\":[{}],\"more\":1},"
+                    "\"enabled\":true,\"port\":7}XXXX";
+    zkr_instance_t *in = NULL;
+    CU_ASSERT_EQUAL(zkr_instance_from_json(j, strlen(j) - 4, &in), ZKR_OK);
+    CU_ASSERT_FATAL(in != NULL);
+    CU_ASSERT(in->port == 7 && in->ssl_port == -1 && !in->address && !in->payload && in->enabled == 1 &&
+              in->service_type == ZKR_SERVICE_DYNAMIC && in->registration_time_utc == 0 && in->uri_part_count == 1 &&
+              strcmp(in->uri_parts[0].value, "") == 0 && in->uri_parts[0].variable == 0);
+    zkr_instance_free(in);
+    const char *off = "{\"id\":\"a\",\"name\":\"s\",\"enabled\":false}";
+    CU_ASSERT_EQUAL(zkr_instance_from_json(off, strlen(off), &in), ZKR_OK);
+    CU_ASSERT(in && in->enabled == 0);
+    zkr_instance_free(in);
+
+    const char *bad[] = {"", "{", "[]", "\"x\"", "null", "{\"name\":\"s\"}", "{\"id\":\"a\"}",
+                         "{\"id\":1,\"name\":\"s\"}", "{\"id\":\"a\",\"name\":\"s\",\"port\":65536}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"port\":-1}", "{\"id\":\"a\",\"name\":\"s\",\"port\":\"80\"}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"sslPort\":1.5}", "{\"id\":\"a\",\"name\":\"s\",\"address\":3}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"serviceType\":\"ODD\"}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"registrationTimeUTC\":\"1\"}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"uriSpec\":[]}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"uriSpec\":{\"parts\":[1]}}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"uriSpec\":{\"parts\":[{\"value\":1}]}}",
+                         "{\"id\":\"a\",\"name\":\"s\",\"enabled\":1}", "{\"id\":\"a\",\"name\":\"s\"} trailing",
+                         "{\"id\":\"a\\u0000b\",\"name\":\"s\"}", "{\"id\":\"\xff\",\"name\":\"s\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        in = (zkr_instance_t *)1;
+        int rc = zkr_instance_from_json(bad[i], strlen(bad[i]), &in);
+        if (rc != ZKR_EBADDATA)
+            printf("\n  accepted: %s (%d)\n", bad[i], rc);
+        CU_ASSERT_EQUAL(rc, ZKR_EBADDATA);
+        CU_ASSERT_PTR_NULL(in);
+    }
+    /* oversized: refused before parsing, however well-formed */
+    size_t big = ZKR_INSTANCE_JSON_MAX + 64;
+    char *b = malloc(big + 1);
+    CU_ASSERT_FATAL(b != NULL);
+    int n = snprintf(b, big + 1, "{\"id\":\"a\",\"name\":\"s\",\"payload\":\"");
+    memset(b + n, 'x', big - (size_t)n - 2);
+    memcpy(b + big - 2, "\"}", 3);
+    CU_ASSERT_EQUAL(zkr_instance_from_json(b, big, &in), ZKR_EBADDATA);
+    /* deep nesting: jansson's limit, an error, not a crash */
+    for (size_t i = 0; i < 100000; i++)
+        b[i] = '[';
+    CU_ASSERT_EQUAL(zkr_instance_from_json(b, 100000, &in), ZKR_EBADDATA);
+    free(b);
+}
+
+static void test_codec_bad_input(void)
+{
+    zkr_instance_t in;
+    char *json = (char *)1;
+    size_t len = 9;
+    CU_ASSERT_EQUAL(zkr_instance_init(NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_instance_init_size(&in, 8), ZKR_EINVAL);
+    fill_map(&in);
+    CU_ASSERT_EQUAL(zkr_instance_to_json(NULL, &json, &len), ZKR_EINVAL);
+    CU_ASSERT(json == NULL && len == 0);
+    CU_ASSERT_EQUAL(zkr_instance_to_json(&in, NULL, &len), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_instance_to_json(&in, &json, NULL), ZKR_EINVAL);
+    static char longaddr[ZKR_INSTANCE_ADDRESS_MAX + 2];
+    memset(longaddr, 'a', sizeof longaddr - 1);
+    struct {
+        const char *what;
+        zkr_instance_t in;
+    } cases[12];
+    for (int i = 0; i < 12; i++)
+        cases[i].in = in;
+    cases[0].in.name = NULL, cases[0].what = "no name";
+    cases[1].in.name = "a/b", cases[1].what = "name with /";
+    cases[2].in.id = "..", cases[2].what = "id ..";
+    cases[3].in.id = "", cases[3].what = "empty id";
+    cases[4].in.port = 65536, cases[4].what = "port";
+    cases[5].in.ssl_port = -2, cases[5].what = "ssl port";
+    cases[6].in.payload = "{nope", cases[6].what = "payload not JSON";
+    cases[7].in.address = "\xc3(", cases[7].what = "address not UTF-8";
+    cases[8].in.service_type = (zkr_service_type_t)4, cases[8].what = "type";
+    cases[9].in.uri_parts = NULL, cases[9].what = "parts NULL with a count";
+    cases[10].in.address = longaddr, cases[10].what = "address too long";
+    cases[11].in.id = "a\x01", cases[11].what = "id with a control character";
+    for (int i = 0; i < 12; i++) {
+        int rc = zkr_instance_to_json(&cases[i].in, &json, &len);
+        if (rc != ZKR_EINVAL)
+            printf("\n  accepted: %s\n", cases[i].what);
+        CU_ASSERT_EQUAL(rc, ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(json);
+    }
+    zkr_instance_t *out = (zkr_instance_t *)1;
+    CU_ASSERT_EQUAL(zkr_instance_from_json(NULL, 3, &out), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(out);
+    CU_ASSERT_EQUAL(zkr_instance_from_json("{}", 2, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_instance_copy(NULL, &out), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_instance_copy(&cases[0].in, &out), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_instance_copy(&in, NULL), ZKR_EINVAL);
+    zkr_instance_free(NULL);
+    zkr_instances_free(NULL, 3);
+}
+
+/* ---- the server side ------------------------------------------------------------------------- */
+
+static zkr_client_t *client;
+static zhandle_t *raw;
+
+/* The suite's client and raw handle, made by its first test (CUnit's
+ * assertions work only inside a test). */
+static void conn(void)
+{
+    if (!client)
+        client = zkt_client(SESSION_MS);
+    if (!raw)
+        raw = zkt_raw();
+    CU_ASSERT_FATAL(client != NULL && raw != NULL);
+}
+
+static int teardown(void)
+{
+    zkr_client_close(client);
+    if (raw)
+        zkt_raw_close(raw);
+    client = NULL;
+    raw = NULL;
+    return 0;
+}
+
+/* Write an instance's node as another program would (persistent). */
+static void put_raw(const char *base, const zkr_instance_t *in, const char *node, const char *data)
+{
+    char dir[512], path[768];
+    snprintf(dir, sizeof dir, "%s/%s", base, in ? in->name : "web");
+    snprintf(path, sizeof path, "%s/%s", dir, node ? node : in->id);
+    char *json = in ? dup_json(in) : NULL;
+    const char *d = json ? json : data;
+    zoo_create(raw, "/zkr-test", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_create(raw, base, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    zoo_create(raw, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    int rc = zoo_create(raw, path, d, d ? (int)strlen(d) : -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    if (rc == ZNODEEXISTS)
+        rc = zoo_set(raw, path, d, d ? (int)strlen(d) : -1, -1);
+    CU_ASSERT_EQUAL(rc, ZOK);
+    free(json);
+}
+
+static void mk(zkr_instance_t *in, const char *name, const char *id, int port)
+{
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(in), ZKR_OK);
+    in->name = name;
+    snprintf(in->id_buf, sizeof in->id_buf, "%s", id);
+    in->address = "127.0.0.1";
+    in->port = port;
+}
+
+static void test_queries(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-q", base, sizeof base);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    char **names = (char **)1;
+    size_t n = 9;
+    /* no base path yet: no names, no instances */
+    CU_ASSERT_EQUAL(zkr_discovery_names(d, &names, &n, WAIT_MS), ZKR_OK);
+    CU_ASSERT(names == NULL && n == 0);
+    zkr_instance_t **v = NULL;
+    CU_ASSERT_EQUAL(zkr_discovery_instances(d, "web", &v, &n, WAIT_MS), ZKR_OK);
+    CU_ASSERT(v == NULL && n == 0);
+
+    zkr_instance_t a, b, c;
+    mk(&a, "web", "b-second", 81);
+    mk(&b, "web", "a-first", 80);
+    mk(&c, "db", "x", 5432);
+    b.payload = "{\"zone\":\"eu\"}";
+    put_raw(base, &a, NULL, NULL);
+    put_raw(base, &b, NULL, NULL);
+    put_raw(base, &c, NULL, NULL);
+    put_raw(base, NULL, "broken", "{not json");
+    put_raw(base, NULL, "empty", NULL);
+
+    CU_ASSERT_EQUAL(zkr_discovery_names(d, &names, &n, WAIT_MS), ZKR_OK);
+    CU_ASSERT(n == 2 && names && strcmp(names[0], "db") == 0 && strcmp(names[1], "web") == 0);
+    zkr_strings_free(names, n);
+    /* the two good ones, in node-name order; the broken and empty left out */
+    CU_ASSERT_EQUAL(zkr_discovery_instances(d, "web", &v, &n, WAIT_MS), ZKR_OK);
+    CU_ASSERT_FATAL(n == 2 && v != NULL);
+    CU_ASSERT(equal(v[0], &b) && equal(v[1], &a));
+    zkr_instances_free(v, n);
+
+    zkr_instance_t *one = NULL;
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "db", "x", &one, WAIT_MS), ZKR_OK);
+    CU_ASSERT(one && equal(one, &c));
+    zkr_instance_free(one);
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "db", "nobody", &one, WAIT_MS), ZKR_ENONODE);
+    CU_ASSERT_PTR_NULL(one);
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "web", "broken", &one, WAIT_MS), ZKR_EBADDATA);
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "web", "empty", &one, WAIT_MS), ZKR_EBADDATA);
+    CU_ASSERT_PTR_NULL(one);
+    zkr_discovery_free(d);
+}
+
+/* ---- the service cache ---------------------------------------------------------------------------- */
+
+typedef struct rec {
+    pthread_mutex_t mu;
+    zkr_service_event_type_t type[256];
+    char node[256][64];
+    char id[256][64];
+    int port[256];
+    int n;
+    atomic_int wrong;
+    atomic_int free_own;
+    zkr_service_cache_t *sc;
+} rec_t;
+
+static void on_service(zkr_service_cache_t *sc, const zkr_service_event_t *e, void *ctx)
+{
+    rec_t *r = ctx;
+    if (sc != r->sc)
+        atomic_fetch_add(&r->wrong, 1);
+    if (atomic_exchange(&r->free_own, 0))
+        zkr_service_cache_free(sc); /* refused: logged, nothing done */
+    if (e->type == ZKR_SERVICE_STATE)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->n < 256) {
+        r->type[r->n] = e->type;
+        snprintf(r->node[r->n], 64, "%s", e->node_name ? e->node_name : "");
+        snprintf(r->id[r->n], 64, "%s", e->instance ? e->instance->id : "-");
+        r->port[r->n] = e->instance ? e->instance->port : -2;
+        r->n++;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int count(rec_t *r, zkr_service_event_type_t t, const char *node)
+{
+    int n = 0;
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n; i++)
+        n += r->type[i] == t && (!node || strcmp(r->node[i], node) == 0);
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+typedef struct wait_ev {
+    rec_t *r;
+    zkr_service_event_type_t t;
+    const char *node;
+    int n;
+} wait_ev_t;
+
+static int have(void *arg)
+{
+    wait_ev_t *w = arg;
+    return count(w->r, w->t, w->node) >= w->n;
+}
+
+static int wait_events(rec_t *r, zkr_service_event_type_t t, const char *node, int n)
+{
+    wait_ev_t w = {r, t, node, n};
+    return zkt_wait_for(have, &w, WAIT_MS);
+}
+
+/* The cache's instances' ids, joined with ',' (static buffer). */
+static const char *ids_of(zkr_service_cache_t *sc)
+{
+    static char buf[1024];
+    zkr_instance_t **v = NULL;
+    size_t n = 0;
+    buf[0] = '\0';
+    CU_ASSERT_EQUAL(zkr_service_cache_instances(sc, &v, &n), ZKR_OK);
+    for (size_t i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? "," : "", v[i]->id);
+    zkr_instances_free(v, n);
+    return buf;
+}
+
+typedef struct want_ids {
+    zkr_service_cache_t *sc;
+    const char *ids;
+} want_ids_t;
+
+static int ids_are(void *arg)
+{
+    want_ids_t *w = arg;
+    return strcmp(ids_of(w->sc), w->ids) == 0;
+}
+
+static int wait_ids(zkr_service_cache_t *sc, const char *ids)
+{
+    want_ids_t w = {sc, ids};
+    int ok = zkt_wait_for(ids_are, &w, WAIT_MS);
+    if (!ok)
+        printf("\n  ids: %s, not %s\n", ids_of(sc), ids);
+    return ok;
+}
+
+static void test_cache(void)
+{
+    conn();
+    char base[256], path[512];
+    zkt_path("disc-c", base, sizeof base);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    zkr_instance_t a, b;
+    mk(&a, "web", "i-1", 80);
+    mk(&b, "web", "i-2", 81);
+    put_raw(base, &a, NULL, NULL);
+    static rec_t r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_init(&r.mu, NULL);
+    zkr_service_cache_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_service_cache_new(&sc, d, "web"), ZKR_OK);
+    zkr_discovery_free(d); /* the cache does not need it */
+    r.sc = sc;
+    CU_ASSERT_EQUAL(zkr_service_cache_set_listener(sc, on_service, &r), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_wait_initialized(sc, 10), ZKR_ESTATE);
+    CU_ASSERT_EQUAL(zkr_service_cache_start(sc), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_start(sc), ZKR_ESTATE);
+    CU_ASSERT_EQUAL(zkr_service_cache_wait_initialized(sc, WAIT_MS), ZKR_OK);
+    CU_ASSERT_STRING_EQUAL(ids_of(sc), "i-1");
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_INITIALIZED, NULL, 1));
+    CU_ASSERT_EQUAL(count(&r, ZKR_SERVICE_ADDED, "i-1"), 1);
+
+    put_raw(base, &b, NULL, NULL);
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_ADDED, "i-2", 1));
+    CU_ASSERT(wait_ids(sc, "i-1,i-2"));
+    b.port = 91;
+    put_raw(base, &b, NULL, NULL);
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_UPDATED, "i-2", 1));
+    pthread_mutex_lock(&r.mu);
+    CU_ASSERT(r.n > 0 && r.type[r.n - 1] == ZKR_SERVICE_UPDATED && r.port[r.n - 1] == 91);
+    pthread_mutex_unlock(&r.mu);
+    /* a broken one: told with no instance, left out of the list */
+    put_raw(base, NULL, "i-3", "{\"broken\":");
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_ADDED, "i-3", 1));
+    pthread_mutex_lock(&r.mu);
+    CU_ASSERT(r.n > 0 && strcmp(r.id[r.n - 1], "-") == 0);
+    pthread_mutex_unlock(&r.mu);
+    CU_ASSERT_STRING_EQUAL(ids_of(sc), "i-1,i-2");
+    snprintf(path, sizeof path, "%s/web/i-1", base);
+    CU_ASSERT_EQUAL(zoo_delete(raw, path, -1), ZOK);
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_REMOVED, "i-1", 1));
+    CU_ASSERT(wait_ids(sc, "i-2"));
+    pthread_mutex_lock(&r.mu);
+    CU_ASSERT(r.n > 0 && strcmp(r.id[r.n - 1], "i-1") == 0 && r.port[r.n - 1] == 80);
+    pthread_mutex_unlock(&r.mu);
+    /* the listener freeing its own cache is refused */
+    atomic_store(&r.free_own, 1);
+    put_raw(base, &a, NULL, NULL);
+    CU_ASSERT(wait_events(&r, ZKR_SERVICE_ADDED, "i-1", 2));
+    CU_ASSERT_EQUAL(atomic_load(&r.free_own), 0);
+    CU_ASSERT(wait_ids(sc, "i-1,i-2"));
+    CU_ASSERT_EQUAL(atomic_load(&r.wrong), 0);
+    zkr_service_cache_free(sc);
+    CU_ASSERT_STRING_EQUAL(zkr_service_event_name(ZKR_SERVICE_REMOVED), "REMOVED");
+    CU_ASSERT_STRING_EQUAL(zkr_service_event_name((zkr_service_event_type_t)0), "UNKNOWN");
+}
+
+/* ---- providers -------------------------------------------------------------------------------------- */
+
+static char *pick_id(zkr_service_provider_t *p)
+{
+    zkr_instance_t *in = NULL;
+    int rc = zkr_service_provider_pick(p, &in);
+    static char buf[8][64];
+    static int slot;
+    char *s = buf[slot++ % 8];
+    snprintf(s, 64, "%s", rc == ZKR_OK && in ? in->id : zkr_err_name(rc));
+    zkr_instance_free(in);
+    return s;
+}
+
+static void test_providers(void)
+{
+    conn();
+    char base[256], path[512];
+    zkt_path("disc-p", base, sizeof base);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    zkr_service_cache_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_service_cache_new(&sc, d, "web"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_start(sc), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_wait_initialized(sc, WAIT_MS), ZKR_OK);
+    zkr_service_provider_t *rr = NULL, *rnd = NULL, *st = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_service_provider_new(&rr, sc, ZKR_PROVIDER_ROUND_ROBIN), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_service_provider_new(&rnd, sc, ZKR_PROVIDER_RANDOM), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_service_provider_new(&st, sc, ZKR_PROVIDER_STICKY), ZKR_OK);
+    /* none yet */
+    CU_ASSERT_STRING_EQUAL(pick_id(rr), "ZKR_ENONODE");
+    CU_ASSERT_STRING_EQUAL(pick_id(rnd), "ZKR_ENONODE");
+    CU_ASSERT_STRING_EQUAL(pick_id(st), "ZKR_ENONODE");
+    zkr_instance_t a, b, c, off;
+    mk(&a, "web", "a", 1);
+    mk(&b, "web", "b", 2);
+    mk(&c, "web", "c", 3);
+    mk(&off, "web", "d-off", 4);
+    off.enabled = 0;
+    put_raw(base, &c, NULL, NULL);
+    put_raw(base, &a, NULL, NULL);
+    put_raw(base, &b, NULL, NULL);
+    put_raw(base, &off, NULL, NULL);
+    put_raw(base, NULL, "b-broken", "[]");
+    CU_ASSERT_FATAL(wait_ids(sc, "a,b,c,d-off"));
+    /* round robin: in node-name order, disabled and broken skipped */
+    char seq[64] = "";
+    for (int i = 0; i < 6; i++)
+        snprintf(seq + strlen(seq), sizeof seq - strlen(seq), "%s", pick_id(rr));
+    CU_ASSERT_STRING_EQUAL(seq, "abcabc");
+    /* random: only enabled ones, each of them over many picks */
+    int seen[3] = {0, 0, 0};
+    for (int i = 0; i < 300; i++) {
+        const char *id = pick_id(rnd);
+        CU_ASSERT(strcmp(id, "a") == 0 || strcmp(id, "b") == 0 || strcmp(id, "c") == 0);
+        if (id[0] >= 'a' && id[0] <= 'c')
+            seen[id[0] - 'a']++;
+    }
+    CU_ASSERT(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
+    /* sticky: the first round-robin choice, kept while it is there */
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_STRING_EQUAL(pick_id(st), "a");
+    b.port = 22; /* another instance's change does not move it */
+    put_raw(base, &b, NULL, NULL);
+    snprintf(path, sizeof path, "%s/web/a", base);
+    CU_ASSERT_EQUAL(zoo_delete(raw, path, -1), ZOK);
+    CU_ASSERT(wait_ids(sc, "b,c,d-off"));
+    /* gone: the next round-robin choice (index 1 of b,c), then kept */
+    CU_ASSERT_STRING_EQUAL(pick_id(st), "c");
+    put_raw(base, &a, NULL, NULL);
+    CU_ASSERT(wait_ids(sc, "a,b,c,d-off"));
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_STRING_EQUAL(pick_id(st), "c");
+    /* disabled: left as if gone */
+    c.enabled = 0;
+    put_raw(base, &c, NULL, NULL);
+    int64_t until = zkt_now_ms() + WAIT_MS;
+    while (strcmp(pick_id(st), "c") == 0 && zkt_now_ms() < until)
+        zkt_sleep_ms(20);
+    CU_ASSERT_STRING_NOT_EQUAL(pick_id(st), "c");
+    zkr_service_provider_free(rr);
+    zkr_service_provider_free(rnd);
+    zkr_service_provider_free(st);
+    zkr_service_cache_free(sc);
+    zkr_discovery_free(d);
+}
+
+/* ---- bad input ---------------------------------------------------------------------------------------- */
+
+static void test_bad_input(void)
+{
+    conn();
+    zkr_discovery_t *d = (zkr_discovery_t *)1;
+    CU_ASSERT_EQUAL(zkr_discovery_new(&d, NULL, "/s"), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(d);
+    CU_ASSERT_EQUAL(zkr_discovery_new(NULL, client, "/s"), ZKR_EINVAL);
+    const char *paths[] = {NULL, "", "/", "s", "/s/", "/zookeeper/x", "/a//b", "/a/./b"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        CU_ASSERT_EQUAL(zkr_discovery_new(&d, client, paths[i]), ZKR_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, "/zkr-test/disc-bad"), ZKR_OK);
+    char **names = NULL;
+    size_t n = 0;
+    zkr_instance_t **v = NULL, *one = NULL;
+    CU_ASSERT_EQUAL(zkr_discovery_names(NULL, &names, &n, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_names(d, NULL, &n, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_names(d, &names, NULL, 100), ZKR_EINVAL);
+    const char *segs[] = {NULL, "", ".", "..", "a/b", "\x01", "\xc3("};
+    for (size_t i = 0; i < sizeof segs / sizeof segs[0]; i++) {
+        CU_ASSERT_EQUAL(zkr_discovery_instances(d, segs[i], &v, &n, 100), ZKR_EINVAL);
+        CU_ASSERT_EQUAL(zkr_discovery_instance(d, segs[i], "x", &one, 100), ZKR_EINVAL);
+        CU_ASSERT_EQUAL(zkr_discovery_instance(d, "x", segs[i], &one, 100), ZKR_EINVAL);
+        zkr_service_cache_t *sc = (zkr_service_cache_t *)1;
+        CU_ASSERT_EQUAL(zkr_service_cache_new(&sc, d, segs[i]), ZKR_EINVAL);
+        CU_ASSERT_PTR_NULL(sc);
+    }
+    CU_ASSERT_EQUAL(zkr_discovery_instances(NULL, "x", &v, &n, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "x", "y", NULL, 100), ZKR_EINVAL);
+    zkr_service_cache_t *sc = NULL;
+    CU_ASSERT_EQUAL(zkr_service_cache_new(&sc, NULL, "x"), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_cache_new(NULL, d, "x"), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_cache_set_listener(NULL, NULL, NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_cache_start(NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_cache_wait_initialized(NULL, 1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_cache_instances(NULL, &v, &n), ZKR_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(zkr_service_cache_new(&sc, d, "x"), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_instances(sc, NULL, &n), ZKR_EINVAL);
+    zkr_service_provider_t *p = (zkr_service_provider_t *)1;
+    CU_ASSERT_EQUAL(zkr_service_provider_new(&p, NULL, ZKR_PROVIDER_RANDOM), ZKR_EINVAL);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(zkr_service_provider_new(&p, sc, (zkr_provider_strategy_t)3), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_provider_new(&p, sc, (zkr_provider_strategy_t)-1), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_provider_new(NULL, sc, ZKR_PROVIDER_RANDOM), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_service_provider_pick(NULL, &one), ZKR_EINVAL);
+    CU_ASSERT_EQUAL_FATAL(zkr_service_provider_new(&p, sc, ZKR_PROVIDER_STICKY), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_provider_pick(p, NULL), ZKR_EINVAL);
+    /* never started: an empty list, nothing to pick */
+    CU_ASSERT_EQUAL(zkr_service_cache_instances(sc, &v, &n), ZKR_OK);
+    CU_ASSERT(v == NULL && n == 0);
+    CU_ASSERT_EQUAL(zkr_service_provider_pick(p, &one), ZKR_ENONODE);
+    zkr_service_provider_free(p);
+    zkr_service_provider_free(NULL);
+    zkr_service_cache_free(sc);
+    zkr_service_cache_free(NULL);
+    zkr_discovery_free(d);
+    zkr_discovery_free(NULL);
+}
+
+static void add_suites(void)
+{
+    CU_pSuite s = CU_add_suite("discovery codec", NULL, NULL);
+    CU_add_test(s, "Curator's exact bytes written and read (Map payload, nulls)", test_codec_curator_bytes);
+    CU_add_test(s, "round trips: payload kinds, disabled, empty uriSpec, UTF-8; copies", test_codec_round_trips);
+    CU_add_test(s, "reading: unknown members, defaults, malformed and oversized data refused", test_codec_reading);
+    CU_add_test(s, "writing: bad instances refused with ZKR_EINVAL", test_codec_bad_input);
+    s = CU_add_suite("discovery", NULL, teardown);
+    CU_add_test(s, "queries: names, instances in node order (broken ones left out), one instance", test_queries);
+    CU_add_test(s, "service cache: added, updated, removed with the instance; broken data; lists", test_cache);
+    CU_add_test(s, "providers: round robin order, random spread, sticky kept while there and enabled",
+                test_providers);
+    CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
+}
+
+int main(void)
+{
+    return zkt_main("test_discovery", add_suites);
+}
