@@ -1,7 +1,8 @@
 /* The discovery handle (include/zkr/discovery.h): its base path, and the
  * queries, each a few ZooKeeper requests awaited until one deadline
  * (session/requests.h): the services' names, the instances of one service
- * (its children, then each child's data), one instance. */
+ * (its children, then each child's data), one instance.  Its
+ * registrations are discovery_register.c's. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -18,7 +19,7 @@ int zkr_discovery_new(zkr_discovery_t **out, zkr_client_t *c, const char *base_p
     if (!out || !c || !zkr__path_valid(base_path))
         return ZKR_EINVAL;
     zkr_discovery_t *d = calloc(1, sizeof *d);
-    if (!d || !(d->base = strdup(base_path)) || pthread_mutex_init(&d->mu, NULL) != 0) {
+    if (!d || !(d->base = strdup(base_path)) || zkr__sync_init(&d->mu, &d->cond) != 0) {
         if (d)
             free(d->base);
         free(d);
@@ -26,7 +27,7 @@ int zkr_discovery_new(zkr_discovery_t **out, zkr_client_t *c, const char *base_p
     }
     int rc = zkr__client_retain(c);
     if (rc != ZKR_OK) {
-        pthread_mutex_destroy(&d->mu);
+        zkr__sync_destroy(&d->mu, &d->cond);
         free(d->base);
         free(d);
         return rc;
@@ -40,7 +41,8 @@ void zkr_discovery_free(zkr_discovery_t *d)
 {
     if (!d)
         return;
-    pthread_mutex_destroy(&d->mu);
+    zkr__disc_unregister_all(d);
+    zkr__sync_destroy(&d->mu, &d->cond);
     zkr__client_release(d->c);
     free(d->base);
     free(d);

@@ -12,9 +12,13 @@ typedef struct zkr__disc_reg zkr__disc_reg_t;
 struct zkr_discovery {
     zkr_client_t *c; /* retained */
     char *base;
-    pthread_mutex_t mu;    /* guards regs */
+    pthread_mutex_t mu;    /* guards regs and their users, gone */
+    pthread_cond_t cond;   /* a registration's users leave */
     zkr__disc_reg_t *regs; /* what it registered (discovery_register.c) */
 };
+
+/* Unregister everything d registered (zkr_discovery_free). */
+void zkr__disc_unregister_all(zkr_discovery_t *d);
 
 /* 1 if s is one path segment a service name or an instance id may be: not
  * empty, not "." or "..", no '/', only characters ZooKeeper accepts, at

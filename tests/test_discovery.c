@@ -1,7 +1,10 @@
 /* Service discovery (zkr/discovery.h) on a real server: the JSON codec
  * (Curator's exact bytes, round trips, unknown members, nulls, malformed
- * and oversized data), the queries, the service cache's events and lists,
- * the providers' order and stickiness, and bad input. */
+ * and oversized data), registering (the modes of the service types, the
+ * data, update, unregister, free; made again after a forced expiry;
+ * another session's instance with the same id never touched), the
+ * queries, the service cache's events and lists, the providers' order and
+ * stickiness, and bad input. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -586,6 +589,253 @@ static void test_providers(void)
     zkr_discovery_free(d);
 }
 
+/* ---- registering ------------------------------------------------------------------------------------ */
+
+/* The node at path: its data (malloc'd, NUL-terminated) and stat; NULL if
+ * there is none. */
+static char *node_at(zhandle_t *zh, const char *path, struct Stat *st)
+{
+    char *buf = malloc(ZKR_INSTANCE_JSON_MAX + 1);
+    int len = ZKR_INSTANCE_JSON_MAX;
+    if (!buf)
+        return NULL;
+    if (zoo_get(zh, path, 0, buf, &len, st) != ZOK) {
+        free(buf);
+        return NULL;
+    }
+    buf[len < 0 ? 0 : len] = '\0';
+    return buf;
+}
+
+static const char *inst_path(const char *base, const zkr_instance_t *in)
+{
+    static char buf[4][512];
+    static int slot;
+    char *s = buf[slot++ % 4];
+    snprintf(s, 512, "%s/%s/%s", base, in->name, in->id);
+    return s;
+}
+
+/* 1 if the node at path has in's JSON as its data and belongs to session
+ * owner (0: persistent). */
+static int holds(const char *path, const zkr_instance_t *in, int64_t owner)
+{
+    struct Stat st;
+    char *data = node_at(raw, path, &st);
+    char *want = dup_json(in);
+    int ok = data && want && strcmp(data, want) == 0 && st.ephemeralOwner == owner;
+    free(data);
+    free(want);
+    return ok;
+}
+
+typedef struct want_node {
+    const char *path;
+    const zkr_instance_t *in;
+    zkr_client_t *c; /* owner: its session now; NULL: persistent */
+} want_node_t;
+
+static int holds_now(void *arg)
+{
+    want_node_t *w = arg;
+    int64_t owner = 0;
+    if (w->c && zkr_client_session(w->c, &owner, NULL) != ZKR_OK)
+        return 0;
+    return holds(w->path, w->in, owner);
+}
+
+/* 1 if name is Curator's protected sequential name for marker:
+ * _c_<36-character uuid>-<marker><10 digits>. */
+static int protected_seq(const char *name, const char *marker)
+{
+    size_t ml = strlen(marker), n = strlen(name);
+    if (n != 3 + 36 + 1 + ml + 10 || strncmp(name, "_c_", 3) != 0 || name[39] != '-' ||
+        strncmp(name + 40, marker, ml) != 0)
+        return 0;
+    for (size_t i = n - 10; i < n; i++)
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+    return 1;
+}
+
+static void test_register(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-r", base, sizeof base);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    int64_t session = 0;
+    CU_ASSERT_EQUAL(zkr_client_session(client, &session, NULL), ZKR_OK);
+    zkr_instance_t a, b, p, q;
+    mk(&a, "web", "dyn", 80);
+    mk(&b, "web", "stat", 81);
+    b.service_type = ZKR_SERVICE_STATIC;
+    mk(&p, "web", "perm", 82);
+    p.service_type = ZKR_SERVICE_PERMANENT;
+    mk(&q, "web", "seq", 83);
+    q.service_type = ZKR_SERVICE_DYNAMIC_SEQUENTIAL;
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &b, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &p, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &q, WAIT_MS), ZKR_OK);
+    /* the modes of Curator's service types, our exact JSON */
+    CU_ASSERT(holds(inst_path(base, &a), &a, session));
+    CU_ASSERT(holds(inst_path(base, &b), &b, 0));
+    CU_ASSERT(holds(inst_path(base, &p), &p, 0));
+    char dir[300], seqpath[600] = "";
+    snprintf(dir, sizeof dir, "%s/web", base);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, dir), 4);
+    CU_ASSERT(zkt_newest_child(raw, dir, seqpath, sizeof seqpath) == 1 &&
+              protected_seq(seqpath + strlen(dir) + 1, "seq"));
+    CU_ASSERT(holds(seqpath, &q, session));
+    /* the same name and id again: refused */
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_EALREADY);
+    /* update: new data; the node's type stays the registered one */
+    a.port = 8080;
+    a.payload = "{\"v\":2}";
+    a.service_type = ZKR_SERVICE_STATIC;
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &a, WAIT_MS), ZKR_OK);
+    a.service_type = ZKR_SERVICE_DYNAMIC;
+    CU_ASSERT(holds(inst_path(base, &a), &a, session));
+    q.port = 84;
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &q, WAIT_MS), ZKR_OK);
+    CU_ASSERT(holds(seqpath, &q, session));
+    zkr_instance_t *one = NULL;
+    CU_ASSERT_EQUAL(zkr_discovery_instance(d, "web", "dyn", &one, WAIT_MS), ZKR_OK);
+    CU_ASSERT(one && equal(one, &a));
+    zkr_instance_free(one);
+    zkr_instance_t stranger;
+    mk(&stranger, "web", "nobody", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &stranger, WAIT_MS), ZKR_ENOTFOUND);
+    /* unregister: that node only */
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, "web", "dyn"), ZKR_OK);
+    CU_ASSERT_PTR_NULL(node_at(raw, inst_path(base, &a), NULL));
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, "web", "dyn"), ZKR_ENOTFOUND);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, dir), 3);
+    /* registered again after an unregister */
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    CU_ASSERT(holds(inst_path(base, &a), &a, session));
+    /* free: every type unregistered, as Curator's close */
+    zkr_discovery_free(d);
+    CU_ASSERT_EQUAL(zkt_count_children(raw, dir), 0);
+}
+
+static void test_reregistered_after_expiry(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-x", base, sizeof base);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
+    zkr_instance_t a, s;
+    mk(&a, "web", "me", 80);
+    mk(&s, "web", "static", 81);
+    s.service_type = ZKR_SERVICE_STATIC;
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &s, WAIT_MS), ZKR_OK);
+    struct Stat before, after, sbefore, safter;
+    free(node_at(raw, inst_path(base, &a), &before));
+    free(node_at(raw, inst_path(base, &s), &sbefore));
+    for (int round = 0; round < 2; round++) {
+        zkt_expire_client(c, SESSION_MS);
+        want_node_t w = {inst_path(base, &a), &a, c};
+        CU_ASSERT(zkt_wait_for(holds_now, &w, WAIT_MS));
+        free(node_at(raw, inst_path(base, &a), &after));
+        CU_ASSERT(after.czxid != before.czxid); /* made again */
+        before = after;
+    }
+    /* the persistent one was never touched */
+    free(node_at(raw, inst_path(base, &s), &safter));
+    CU_ASSERT(safter.czxid == sbefore.czxid && safter.version == sbefore.version);
+    zkr_discovery_free(d);
+    zkr_client_close(c);
+}
+
+static void test_other_session_same_id(void)
+{
+    conn();
+    char base[256], path[512];
+    zkt_path("disc-o", base, sizeof base);
+    /* another process's instance "twin", ephemeral on its own session */
+    zhandle_t *other = zkt_raw();
+    zkr_instance_t theirs, mine, mine2;
+    mk(&theirs, "web", "twin", 1);
+    mk(&mine, "web", "twin", 2);
+    mk(&mine2, "web", "twin2", 3);
+    put_raw(base, NULL, "placeholder", "x"); /* (parents) */
+    char *tj = dup_json(&theirs);
+    snprintf(path, sizeof path, "%s/web/twin", base);
+    CU_ASSERT_EQUAL(zoo_create(other, path, tj, (int)strlen(tj), &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    snprintf(path, sizeof path, "%s/web/twin2", base);
+    CU_ASSERT_EQUAL(zoo_create(other, path, tj, (int)strlen(tj), &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    free(tj);
+    int64_t owner = zoo_client_id(other)->client_id;
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    /* ours waits: theirs is neither deleted nor overwritten */
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &mine, 1500), ZKR_ETIMEDOUT);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &mine2, 500), ZKR_ETIMEDOUT);
+    zkt_sleep_ms(500);
+    CU_ASSERT(holds(inst_path(base, &mine), &theirs, owner));
+    CU_ASSERT(holds(inst_path(base, &mine2), &theirs, owner));
+    /* an update while waiting writes nothing of theirs */
+    mine.port = 22;
+    int rc = zkr_discovery_update(d, &mine, 1000);
+    CU_ASSERT(rc == ZKR_OK || rc == ZKR_ETIMEDOUT);
+    CU_ASSERT(holds(inst_path(base, &mine), &theirs, owner));
+    /* unregistering ours deletes nothing of theirs */
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, "web", "twin2"), ZKR_OK);
+    CU_ASSERT(holds(inst_path(base, &mine2), &theirs, owner));
+    /* theirs goes with its session: ours is made, with its latest data */
+    zkt_raw_close(other);
+    want_node_t w = {inst_path(base, &mine), &mine, client};
+    CU_ASSERT(zkt_wait_for(holds_now, &w, WAIT_MS));
+    snprintf(path, sizeof path, "%s/web/twin2", base);
+    CU_ASSERT_PTR_NULL(node_at(raw, path, NULL));
+    zkr_discovery_free(d);
+    snprintf(path, sizeof path, "%s/web/placeholder", base);
+    zoo_delete(raw, path, -1);
+}
+
+static void test_register_bad_input(void)
+{
+    conn();
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, "/zkr-test/disc-rbad"), ZKR_OK);
+    zkr_instance_t in;
+    mk(&in, "web", "x", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_register(NULL, &in, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, NULL, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_update(NULL, &in, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, NULL, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(NULL, "web", "x"), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, NULL, "x"), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, "web", NULL), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_unregister(d, "web", "x"), ZKR_ENOTFOUND);
+    zkr_instance_t bad = in;
+    bad.port = 70000;
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &bad, 100), ZKR_EINVAL);
+    bad = in;
+    bad.name = "a/b";
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &bad, 100), ZKR_EINVAL);
+    bad = in;
+    bad.size = 4;
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &bad, 100), ZKR_EINVAL);
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &bad, 100), ZKR_EINVAL);
+    /* a registered one updated with bad data: refused, nothing written */
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &in, WAIT_MS), ZKR_OK);
+    bad = in;
+    bad.payload = "{oops";
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &bad, 100), ZKR_EINVAL);
+    CU_ASSERT(holds(inst_path("/zkr-test/disc-rbad", &in), &in, 0) == 0); /* ephemeral: not owner 0 */
+    int64_t session = 0;
+    zkr_client_session(client, &session, NULL);
+    CU_ASSERT(holds(inst_path("/zkr-test/disc-rbad", &in), &in, session));
+    zkr_discovery_free(d);
+}
+
 /* ---- bad input ---------------------------------------------------------------------------------------- */
 
 static void test_bad_input(void)
@@ -658,6 +908,14 @@ static void add_suites(void)
     CU_add_test(s, "service cache: added, updated, removed with the instance; broken data; lists", test_cache);
     CU_add_test(s, "providers: round robin order, random spread, sticky kept while there and enabled",
                 test_providers);
+    CU_add_test(s, "register: Curator's modes per type, our exact JSON; again refused; update keeps the type; "
+                   "unregister; free unregisters every type",
+                test_register);
+    CU_add_test(s, "a forced expiry (twice): registered again on the new session; a persistent one untouched",
+                test_reregistered_after_expiry);
+    CU_add_test(s, "another session's instance with our id: never deleted nor overwritten; ours made once it goes",
+                test_other_session_same_id);
+    CU_add_test(s, "register, update, unregister: bad input and NULL", test_register_bad_input);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
 }
 

@@ -142,6 +142,32 @@ typedef struct zkr_discovery zkr_discovery_t;
  * refuse, "/" or under /zookeeper), ZKR_ECLOSED, ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_discovery_new(zkr_discovery_t **out, zkr_client_t *c, const char *base_path);
 
+/* Register inst (copied) at <base>/<name>/<id> and keep it registered
+ * (made again after a lost session) until unregistered or the discovery
+ * is freed; waits until the server has it.  Returns ZKR_OK, ZKR_EINVAL
+ * (d or inst NULL, or as zkr_instance_to_json), ZKR_EALREADY (this
+ * discovery registered that name and id: zkr_discovery_update),
+ * ZKR_ETIMEDOUT (not on the server in time, for instance while another
+ * session's node has the path: it stays registered and is made once it
+ * can be; zkr_discovery_unregister gives up), ZKR_ENOTFOUND (unregistered
+ * by another thread meanwhile), ZKR_ECLOSED,
+ * a refusal of the server (ZKR_ENOAUTH, ...: it is not kept registered),
+ * ZKR_ENOMEM, ZKR_ESYSTEM. */
+ZKR_EXTERN int zkr_discovery_register(zkr_discovery_t *d, const zkr_instance_t *inst, int64_t timeout_ms);
+
+/* Write inst again (the registration of its name and id; its service type
+ * is the one registered): kept for later re-creations.  Returns ZKR_OK,
+ * ZKR_EINVAL (as zkr_discovery_register), ZKR_ENOTFOUND (not registered by
+ * this discovery), ZKR_ETIMEDOUT (not confirmed in time: written once the
+ * link allows), ZKR_ECLOSED, ZKR_ENOMEM. */
+ZKR_EXTERN int zkr_discovery_update(zkr_discovery_t *d, const zkr_instance_t *inst, int64_t timeout_ms);
+
+/* Unregister: delete the node this registration made (never another's),
+ * waiting at most ZKR_RELEASE_WAIT_MS (else finished in the background).
+ * Returns ZKR_OK, ZKR_EINVAL (NULL argument), ZKR_ENOTFOUND (not
+ * registered by this discovery). */
+ZKR_EXTERN int zkr_discovery_unregister(zkr_discovery_t *d, const char *name, const char *id);
+
 /* The services: the names of the children of the base path, sorted
  * (bytewise); *names the caller's (zkr_strings_free; NULL when *count is
  * 0; no base path: 0 names).  Returns ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT,
@@ -163,7 +189,8 @@ ZKR_EXTERN int zkr_discovery_instances(zkr_discovery_t *d, const char *name, zkr
 ZKR_EXTERN int zkr_discovery_instance(zkr_discovery_t *d, const char *name, const char *id, zkr_instance_t **inst,
                                       int64_t timeout_ms);
 
-/* Free it.  NULL is a no-op. */
+/* Unregister every instance this discovery registered, whatever its type
+ * (as Curator's close), then free it.  NULL is a no-op. */
 ZKR_EXTERN void zkr_discovery_free(zkr_discovery_t *d);
 
 /* ---- the service cache ------------------------------------------------------- */
