@@ -247,13 +247,6 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait at most ms for notes; take them all (NULL if none). */
 static note_t *take_notes(int ms)
 {
@@ -383,12 +376,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (parse_args(argc, argv) != 0)
         return 2;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    ex_on_stop_signals(on_signal);
 
     printf(PROG ": %s, configuration under %s%s\n", hosts, base, demo ? " (--demo)" : "");
     zoo_set_debug_level(0); /* keep the ZooKeeper client's log quiet */
@@ -412,9 +400,9 @@ int main(int argc, char **argv)
     if (rc == ZKR_OK)
         rc = zkr_cache_start(cache);
     /* the first load, a signal noticed within a second */
-    int64_t load_end = now_ms() + LOAD_TIMEOUT_MS;
+    int64_t load_end = ex_now_ms() + LOAD_TIMEOUT_MS;
     while (rc == ZKR_OK && (rc = zkr_cache_wait_initialized(cache, 1000)) == ZKR_ETIMEDOUT && !stop_signal &&
-           now_ms() < load_end) {
+           ex_now_ms() < load_end) {
     }
     if (rc != ZKR_OK) {
         fprintf(stderr, PROG ": cannot load %s: %s\n", base, stop_signal ? "interrupted" : zkr_strerror(rc));
@@ -426,9 +414,9 @@ int main(int argc, char **argv)
     char *applied = NULL;
     int errors = apply(cache, "config", &applied) != 0;
     int reloads = 0, fresh = 1, step = 0, demo_done = 0;
-    int64_t end = seconds > 0 ? now_ms() + (int64_t)seconds * 1000 : -1;
-    int64_t next_step = now_ms() + 300;
-    while (!stop_signal && (end < 0 || now_ms() < end) && !demo_done) {
+    int64_t end = seconds > 0 ? ex_now_ms() + (int64_t)seconds * 1000 : -1;
+    int64_t next_step = ex_now_ms() + 300;
+    while (!stop_signal && (end < 0 || ex_now_ms() < end) && !demo_done) {
         note_t *notes = take_notes(100);
         int again = 0;
         if (tell(notes, &again)) {
@@ -441,12 +429,12 @@ int main(int argc, char **argv)
         if (now_fresh != fresh)
             printf(now_fresh ? "configuration is current again\n" : "configuration may be stale\n");
         fresh = now_fresh;
-        if (demo && now_ms() >= next_step) {
+        if (demo && ex_now_ms() >= next_step) {
             /* a change every 300 ms; then wait until the last is applied */
             demo_done = step >= 3 && applied && strcmp(applied, DEMO_FINAL) == 0;
             if (step < 3 && demo_step(c, step++, &errors) == 0)
-                next_step = now_ms() + 300;
-            if (step >= 3 && now_ms() > next_step + 10000) {
+                next_step = ex_now_ms() + 300;
+            if (step >= 3 && ex_now_ms() > next_step + 10000) {
                 fprintf(stderr, PROG ": --demo: the last change was not applied within 10 s\n");
                 errors++;
                 demo_done = 1;

@@ -9,6 +9,9 @@
 /* Sleep ms milliseconds. */
 void ex_sleep_ms(int ms);
 
+/* The monotonic clock, in milliseconds. */
+int64_t ex_now_ms(void);
+
 /* Delete path and everything under it; ZOK if it was not there.  zh: the
  * handle a zkr_handle_fn was given. */
 int ex_delete_tree(zhandle_t *zh, const char *path);
@@ -53,6 +56,10 @@ int ex_usage(const char *usage, int help);
  * and 2. */
 int ex_args_done(int bad, int argc, char **argv, const char **hosts, const char *path, size_t path_max,
                  const char *usage);
+
+/* SIGINT and SIGTERM call fn (which should only set a flag the example
+ * watches). */
+void ex_on_stop_signals(void (*fn)(int));
 
 /* The last line of every example: "CHECK PASSED: what" or "CHECK FAILED:
  * what".  Returns the exit status, 0 or 1. */

@@ -61,13 +61,6 @@ typedef struct config {
 static config_t cfg = {NULL, 3, 30, 50, 1, 1, 3000, "/zkr-demo/scheduler"};
 static char election_path[512], next_path[512], runs_path[512], run_prefix[512];
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static zkr_client_t *open_client(void)
 {
     zkr_client_options_t opt;
@@ -161,8 +154,8 @@ static int worker(void)
         return 2;
     }
     int ran = 0, refused = 0, errors = 0;
-    int64_t end = now_ms() + RUN_BOUND_MS;
-    while (now_ms() < end) {
+    int64_t end = ex_now_ms() + RUN_BOUND_MS;
+    while (ex_now_ms() < end) {
         int leads = zkr_latch_await(l, 200) == ZKR_OK;
         int slot = read_next(c);
         if (slot >= cfg.slots)
@@ -195,7 +188,7 @@ static int reset_fn(zhandle_t *zh, int64_t session_id, void *ctx)
  * other than not_pid; 0 if none. */
 static pid_t find_leader(zkr_client_t *c, pid_t not_pid, int ms)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = ex_now_ms() + ms;
     do {
         zkr_participant_t *l = NULL;
         if (zkr_election_leader(c, election_path, ZKR_ELECTION_LATCH, &l) == ZKR_OK) {
@@ -205,15 +198,15 @@ static pid_t find_leader(zkr_client_t *c, pid_t not_pid, int ms)
                 return pid;
         }
         ex_sleep_ms(20);
-    } while (now_ms() < end);
+    } while (ex_now_ms() < end);
     return 0;
 }
 
 /* Wait until at least `slots` are recorded (bounded). */
 static void wait_slots(zkr_client_t *c, int slots, int ms)
 {
-    int64_t end = now_ms() + ms;
-    while (now_ms() < end && read_next(c) < slots)
+    int64_t end = ex_now_ms() + ms;
+    while (ex_now_ms() < end && read_next(c) < slots)
         ex_sleep_ms(20);
 }
 
@@ -405,11 +398,11 @@ int main(int argc, char **argv)
         zkr_client_close(c);
 
     int failed = 0;
-    int64_t end = now_ms() + RUN_BOUND_MS;
+    int64_t end = ex_now_ms() + RUN_BOUND_MS;
     for (int i = 0; i < cfg.procs; i++) {
         int st = 0;
         while (waitpid(pids[i], &st, WNOHANG) == 0) {
-            if (now_ms() > end) {
+            if (ex_now_ms() > end) {
                 kill(pids[i], SIGKILL);
                 waitpid(pids[i], &st, 0);
                 failed = 1;

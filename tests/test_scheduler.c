@@ -55,14 +55,7 @@ static int run_example(const char *const *args)
 
 static char *slurp_out(void)
 {
-    FILE *f = fopen(out_file, "r");
-    if (!f)
-        return strdup("");
-    static char buf[65536];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strdup(buf);
+    return zkt_slurp(out_file);
 }
 
 static int count(const char *text, const char *needle)

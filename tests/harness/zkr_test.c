@@ -561,3 +561,16 @@ void zkt_expire_client(zkr_client_t *c, int session_ms)
     }
     CU_FAIL_FATAL("could not end the session");
 }
+
+char *zkt_slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *buf = malloc(256 * 1024 + 1);
+    size_t n = f && buf ? fread(buf, 1, 256 * 1024, f) : 0;
+    if (f)
+        fclose(f);
+    if (!buf)
+        return strdup("");
+    buf[n] = '\0';
+    return buf;
+}

@@ -98,6 +98,9 @@ long long zkt_children_watches(void);
 /* Wait (bounded) for a child process: its exit status, 128+signal, or -1
  * if it had to be killed. */
 int zkt_wait_child(pid_t pid, int timeout_ms);
+/* The first 256 KiB of the file at path, NUL-terminated (malloc'd; "" if
+ * it cannot be read): an example's output. */
+char *zkt_slurp(const char *path);
 /* Read one byte within timeout_ms: the byte, or -1. */
 int zkt_read_byte(int fd, int timeout_ms);
 /* A random pause of up to max_us (none half of the time). */
