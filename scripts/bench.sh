@@ -37,6 +37,10 @@
 # DistributedAtomicLong) and count4 (4 sessions in SharedCount trySetCount
 # loops), or "counter" for both:
 #   bash scripts/bench.sh --scenarios counter
+# Service discovery, against Curator's ServiceDiscovery, is not in "all"
+# either: register (one registration until the server confirmed it) and
+# query100 (a query of 100 instances), or "discovery" for both, e.g.
+#   bash scripts/bench.sh --scenarios discovery
 # Writes the markdown table to stdout and to FILE (default bench-results.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."

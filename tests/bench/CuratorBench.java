@@ -47,6 +47,9 @@ import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.x.discovery.ServiceDiscovery;
+import org.apache.curator.x.discovery.ServiceDiscoveryBuilder;
+import org.apache.curator.x.discovery.ServiceInstance;
 
 public class CuratorBench {
     static String hosts;
@@ -879,6 +882,65 @@ public class CuratorBench {
         }
     }
 
+    // ---- service discovery (tests/bench/bench_discovery.c is the C side) ----
+    // register: registerService of a new DYNAMIC instance (a fresh id, an
+    // address, a port, a small Map payload), timed until it returns (the
+    // server confirmed the create), then unregisterService (not timed).
+    // query100: queryForInstances of the N instances made by the harness
+    // (zkr_bench -c disctree) under /zkr-bench/disc100, service "svc".
+
+    static String discResult(String scen, double[] v, int n, double secs, int errors, int listed) {
+        double[] all = Arrays.copyOf(v, n);
+        Arrays.sort(all);
+        return String.format("RESULT impl=curator scenario=%s threads=1 sessions=1 ops=%d secs=%.3f rate=%.1f "
+                + "p50_ms=%.3f p99_ms=%.3f lat=cycle errors=%d listed=%d", scen, n, secs, n / Math.max(secs, 1e-9),
+                n > 0 ? all[(n - 1) / 2] : 0, n > 0 ? all[(int) ((n - 1) * 0.99)] : 0, errors, listed);
+    }
+
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    static String runDiscovery(String scen, double seconds, int count) throws Exception {
+        CuratorFramework c = freshClient(hosts);
+        boolean register = scen.equals("register");
+        String base = register ? "/zkr-bench/register-curator-" + ProcessHandle.current().pid() : "/zkr-bench/disc100";
+        ServiceDiscovery<java.util.Map> d = ServiceDiscoveryBuilder.builder(java.util.Map.class).client(c).basePath(base)
+                .build(); // the defaults: JsonInstanceSerializer, no watch of its own instances
+        try {
+            d.start();
+            double[] ms = new double[200000];
+            int n = 0, errors = 0, listed = 0, want = count > 0 ? count : 100;
+            java.util.Map<String, Object> payload = new java.util.LinkedHashMap<>();
+            payload.put("zone", "eu-1");
+            payload.put("weight", "3");
+            double t0 = nowMs(), end = t0 + seconds * 1e3;
+            while (n < ms.length && (n == 0 || nowMs() < end)) {
+                if (register) {
+                    ServiceInstance<java.util.Map> in = ServiceInstance.<java.util.Map>builder().name("svc")
+                            .address("10.0.0.1").port(8080).payload(payload).build();
+                    double a = nowMs();
+                    d.registerService(in);
+                    ms[n++] = nowMs() - a;
+                    d.unregisterService(in);
+                } else {
+                    double a = nowMs();
+                    int got = d.queryForInstances("svc").size();
+                    double b = nowMs();
+                    if (got != want) {
+                        if (++errors > 10)
+                            throw new IllegalStateException("query: " + got + " instances, want " + want
+                                    + " (zkr_bench -c disctree)");
+                        continue;
+                    }
+                    listed = got;
+                    ms[n++] = b - a;
+                }
+            }
+            return discResult(scen, ms, n, (nowMs() - t0) / 1e3, errors, listed);
+        } finally {
+            d.close();
+            c.close();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         hosts = args[0];
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -905,6 +967,8 @@ public class CuratorBench {
                 case "selector10": out = runHandover(w[1], false, 10, Double.parseDouble(w[2])); break;
                 case "latchjoin100": out = runJoin(w[1], true, count > 0 ? count : 100); break;
                 case "selectorjoin100": out = runJoin(w[1], false, count > 0 ? count : 100); break;
+                case "register":
+                case "query100": out = runDiscovery(w[1], Double.parseDouble(w[2]), count); break;
                 default: out = runTimed(w[1], Double.parseDouble(w[2]));
                 }
             } catch (Throwable e) {

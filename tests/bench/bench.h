@@ -71,6 +71,10 @@ int bench_leader(const bench_cfg_t *cfg, int count);
  * count: cachetree's nodes, cachelatency's changes (0: the default);
  * proxy: "HOST:PORT/CONTROL_PORT" for cacheresync. */
 int bench_cache(const bench_cfg_t *cfg, const char *impl, int count, const char *proxy);
+/* Service discovery (bench_discovery.c): register (timed until the server
+ * confirmed), query100 (the -N instances of disctree's service), and the
+ * set-up disctree (-N instances under cfg->base). */
+int bench_discovery(const bench_cfg_t *cfg, int count);
 
 /* The counters under contention (bench_counter.c): atomic4, count4. */
 int bench_counter(const bench_cfg_t *cfg);

@@ -73,6 +73,16 @@ CACHE_PLAN = [
     ("cacheresync", "10,000-node tree: connection cut by a proxy (session kept), 10 leaves changed, "
      "then reconnected", ["treecache", "curatorcache"]),
 ]
+# service discovery (tests/bench/bench_discovery.c, CuratorBench.java):
+# latencies, not a rate: their own table, ratio = Curator / zkrecipes (> 1:
+# zkrecipes took less).  query100's instances are made once before the
+# rounds (not timed), shared by both.
+DISC_PLAN = [
+    ("register", "register one DYNAMIC instance (a fresh id, a Map payload) until the server confirmed it "
+     "(unregistered after, not timed), one session", ["curator"]),
+    ("query100", "query the 100 instances of one service: the children, then each one's data, parsed",
+     ["curator"]),
+]
 # metrics of the cache table: (label, how to get it from a result)
 def _f(key, scale=1.0):
     return lambda r: float(r[key]) * scale if r and key in r and float(r[key]) >= 0 else None
@@ -88,6 +98,10 @@ CACHE_METRICS = {
     "cachewatches": [("data watches per node (wchs)", _f("data_per_node"), 4),
                      ("all watches per node (mntr zk_watch_count)", _f("all_per_node"), 4),
                      ("data watches, all watches (totals)", lambda r: None, 0)],
+    "register": [("p50 ms", _f("p50_ms"), 3), ("p99 ms", _f("p99_ms"), 3),
+                 ("requests per registration (its unregister included)", _f("req_per_op"), 2)],
+    "query100": [("p50 ms", _f("p50_ms"), 3), ("p99 ms", _f("p99_ms"), 3),
+                 ("requests per query", _f("req_per_op"), 2)],
     "cacheresync": [("ms until the 10 changes are held", _f("p50_ms"), 0),
                     ("ms until reconnected", _f("reconnect_ms"), 0),
                     ("ms from reconnected until held",
@@ -410,11 +424,26 @@ def leader_table(lplan, results, whys):
     return out
 
 
-def cache_table(cplan, results, whys):
-    """Caches: per scenario, metric and peer, the medians over the rounds and
-    the median of the per-round ratios peer / zkrecipes."""
-    out = ["", "Caches (lower is better; ratio = peer / zkrecipes per round, median, the per-round ratios in "
-           "brackets: > 1 means zkrecipes took less time, sent fewer requests or set fewer watches):", "",
+CACHE_TITLE = ("Caches (lower is better; ratio = peer / zkrecipes per round, median, the per-round ratios in "
+               "brackets: > 1 means zkrecipes took less time, sent fewer requests or set fewer watches):")
+CACHE_NOTE = ("(cacheload10k: every run loads again for its seconds, each load on a new session; the figure of a "
+              "run is the median of its loads; client CPU is the whole process's (session set-up included; the "
+              "JVM's for Curator), per load. cachewatches: CuratorCache's one persistent recursive watch is counted "
+              "by the server in its data and its child watch tables. cacheresync: the Java client waits 1 s before "
+              "it connects again to a one-server ensemble, then 0-1 s at random; requests are counted from the "
+              "proxy letting bytes through until the server is quiet, less the scenario's own mntr reads.)")
+DISC_TITLE = ("Service discovery (lower is better; ratio = Curator / zkrecipes per round, median, the per-round "
+              "ratios in brackets: > 1 means zkrecipes took less time):")
+DISC_NOTE = ("(register: zkr_discovery_register, a zkr_pnode made and confirmed, against Curator's "
+             "ServiceDiscovery.registerService; query100: zkr_discovery_instances against queryForInstances, "
+             "both reading the 100 nodes one request at a time after the listing; each run on a session of its "
+             "own, for the run's seconds.)")
+
+
+def cache_table(cplan, results, whys, title=CACHE_TITLE, note=CACHE_NOTE):
+    """Caches (and discovery): per scenario, metric and peer, the medians over
+    the rounds and the median of the per-round ratios peer / zkrecipes."""
+    out = ["", title, "",
            "| scenario | metric | peer | zkrecipes | peer | ratio peer / zkr |",
            "|---|---|---|---|---|---|"]
     for scen, desc0, peers in cplan:
@@ -444,12 +473,7 @@ def cache_table(cplan, results, whys):
                     desc, label, PEER_NAMES[impl], fmt(med([get(r) for r in z]), nd), fmt(med([get(r) for r in p]), nd),
                     "**%sx** (%s)" % (rf(med(rr)), " ".join(rf(x) for x in rr)) if rr else "-"))
     out.append("")
-    out.append("(cacheload10k: every run loads again for its seconds, each load on a new session; the figure of a "
-               "run is the median of its loads; client CPU is the whole process's (session set-up included; the "
-               "JVM's for Curator), per load. cachewatches: CuratorCache's one persistent recursive watch is counted "
-               "by the server in its data and its child watch tables. cacheresync: the Java client waits 1 s before "
-               "it connects again to a one-server ensemble, then 0-1 s at random; requests are counted from the "
-               "proxy letting bytes through until the server is quiet, less the scenario's own mntr reads.)")
+    out.append(note)
     return out
 
 
@@ -508,11 +532,16 @@ def main():
     lplan = [p for p in LEADER_PLAN if wanted is None or p[0] in wanted]
     # the caches are not part of "all" (bench.sh --scenarios cache)
     cplan = [p for p in CACHE_PLAN if wanted is not None and p[0] in wanted]
+    # nor is service discovery (bench.sh --scenarios register,query100, or discovery)
+    if wanted is not None and "discovery" in wanted:
+        wanted |= {p[0] for p in DISC_PLAN}
+    dplan = [p for p in DISC_PLAN if wanted is not None and p[0] in wanted]
     if ARGS.base_driver:
         PEER_NAMES["zkrbase"] = "zkrecipes %s" % ARGS.base_label
         plan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in plan]
         lplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in lplan]
         cplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in cplan]
+        dplan = [(scen, desc, ["zkrbase"] + peers) for scen, desc, peers in dplan]
     extra = [s for s in ("heap", "cpu") if wanted is None or s in wanted]
     t_start = time.time()
 
@@ -545,13 +574,20 @@ def main():
                 proxy_proc = None
                 log("bench: no proxy: %s" % PROXY_WHY)
 
+    # query100's instances (not timed)
+    if any(scen == "query100" for scen, _, _ in dplan):
+        p = subprocess.run([ARGS.driver, "-i", "zkr", "-c", "disctree", "-z", ARGS.hosts, "-N", "100"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+        log("bench: %s" % ((p.stderr.strip() or "disctree: done").splitlines()[-1]))
+
     # JIT warm-up: every scenario once on the JVM, not counted
     cur = PEERS.get("curator")
     if cur and cur.proc:
-        for scen, _, peers in plan + lplan:
+        for scen, _, peers in plan + lplan + dplan:
             if "curator" in peers:
                 log("bench: warming the JVM up: %s" % scen)
-                cur.ask("run %s %s %d" % (scen, ARGS.seconds, min(ARGS.waiters, 200)), timeout=300)
+                cur.ask("run %s %s %d" % (scen, ARGS.seconds, 0 if (scen, _, peers) in dplan else
+                                          min(ARGS.waiters, 200)), timeout=300)
         for scen, _, peers in cplan:
             for impl in peers:
                 if PEER_PROC.get(impl, ("",))[0] == "curator" and (scen != "cacheresync" or PROXY):
@@ -562,7 +598,7 @@ def main():
     results = {}  # (scen, impl) -> [result or None per round]
     whys = {}
     for rnd in range(ARGS.rounds):
-        for scen, _, peers in plan + lplan + cplan:
+        for scen, _, peers in plan + lplan + cplan + dplan:
             impls = ["zkr"] + peers
             k = rnd % len(impls)
             order = impls[k:] + impls[:k]
@@ -648,6 +684,8 @@ def main():
         lines.extend(leader_table(lplan, results, whys))
     if cplan:
         lines.extend(cache_table(cplan, results, whys))
+    if dplan:
+        lines.extend(cache_table(dplan, results, whys, DISC_TITLE, DISC_NOTE))
     if "heap" in extra:
         lines.append("")
         lines.append("Heap per held lock, %d mutexes held at once by one thread, one client:" % ARGS.heap)

@@ -20,6 +20,8 @@
  * and proxy (bench_cache.c); atomic4 and count4 (4 sessions incrementing
  * one atomic long, or one shared count by try_set) for zkr
  * (bench_counter.c).
+ * and proxy (bench_cache.c); register, query100 (-N instances) and the
+ * set-up disctree (-N instances under -b) for zkr (bench_discovery.c).
  * With -n every thread does exactly CYCLES operations (used under
  * callgrind).  Benchmarks print figures; they never assert a speed. */
 #include <errno.h>
@@ -63,6 +65,9 @@ static const scenario_t scenarios[] = {
     {"proxy", BK_MUTEX, 1, 1, 0, 0, 0, 0},
     {"atomic4", BK_MUTEX, 4, 4, 1, 0, 0, 0},
     {"count4", BK_MUTEX, 4, 4, 1, 0, 0, 0},
+    {"register", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"query100", BK_MUTEX, 1, 1, 0, 0, 0, 0},
+    {"disctree", BK_MUTEX, 1, 1, 0, 0, 0, 0},
 };
 
 double bench_now_ms(void)
@@ -314,6 +319,12 @@ int main(int argc, char **argv)
         cfg.impl = impl_name;
         cfg.base = base ? base : "/zkr-bench/cache10k";
         return bench_cache(&cfg, impl_name, count, proxy);
+    }
+    if (strcmp(s->name, "register") == 0 || strcmp(s->name, "query100") == 0 || strcmp(s->name, "disctree") == 0) {
+        cfg.scenario = s->name;
+        cfg.impl = impl_name;
+        cfg.base = base ? base : "/zkr-bench/disc100";
+        return bench_discovery(&cfg, count);
     }
     const bench_impl_t *impl = NULL;
     if (strcmp(impl_name, "zkr") == 0)
