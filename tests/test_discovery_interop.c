@@ -12,6 +12,8 @@
  *    (an ADDED event with the instance) and a C provider; a Curator update
  *    is told UPDATED, a Curator unregister REMOVED;
  *  - DYNAMIC_SEQUENTIAL instances of both sides are listed by the other;
+ *  - a C instance written disabled ("enabled":false) is read so by
+ *    Curator, whose provider skips it;
  *  - Curator's close deletes its STATIC instance too (as the C free does).
  *
  * Every wait is bounded; no test asserts a speed. */
@@ -426,6 +428,49 @@ static void test_sequential(void)
     CU_ASSERT(jis("OK", "close %s", base));
 }
 
+/* ---- "enabled": written only when false; Curator 5 reads it --------------------------------------- */
+
+static void test_disabled(void)
+{
+    conn();
+    char base[256], cmd[512];
+    zkt_path("disc-off", base, sizeof base);
+    CU_ASSERT(jis("OK", "discovery %s", base));
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, client, base), ZKR_OK);
+    zkr_instance_t on, off;
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(&on), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_instance_init(&off), ZKR_OK);
+    on.name = off.name = "svc";
+    off.enabled = 0;
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &on, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &off, WAIT_MS), ZKR_OK);
+    /* Curator reads enabled=false, and its provider never picks it */
+    snprintf(cmd, sizeof cmd, "get %s svc %s", base, off.id);
+    CU_ASSERT(jwait(describe(&off), cmd));
+    CU_ASSERT(strstr(describe(&off), ";false;") != NULL);
+    CU_ASSERT(jis("OK", "provider %s svc roundrobin", base));
+    for (int i = 0; i < 6; i++) {
+        snprintf(cmd, sizeof cmd, "pick %s svc", base);
+        CU_ASSERT(jwait(describe(&on), cmd));
+    }
+    /* and enabled again (no "enabled" member): picked in turn */
+    off.enabled = 1;
+    CU_ASSERT_EQUAL(zkr_discovery_update(d, &off, WAIT_MS), ZKR_OK);
+    snprintf(cmd, sizeof cmd, "get %s svc %s", base, off.id);
+    CU_ASSERT(jwait(describe(&off), cmd));
+    int seen_off = 0;
+    for (int i = 0; i < 50 && !seen_off; i++) {
+        char *r = jcmd("pick %s svc", base);
+        seen_off = strcmp(r, describe(&off)) == 0;
+        free(r);
+        zkt_sleep_ms(20);
+    }
+    CU_ASSERT(seen_off);
+    zkr_discovery_free(d);
+    CU_ASSERT(jis("OK", "close %s", base));
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("discovery interop", suite_init, suite_clean);
@@ -435,6 +480,8 @@ static void add_suites(void)
                    "unregister; close",
                 test_curator_to_c);
     CU_add_test(s, "DYNAMIC_SEQUENTIAL instances of both sides listed by the other", test_sequential);
+    CU_add_test(s, "a C instance disabled: Curator reads enabled=false and its provider skips it; enabled again",
+                test_disabled);
 }
 
 int main(void)
