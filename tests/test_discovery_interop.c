@@ -124,7 +124,8 @@ static int by_id(const void *a, const void *b)
 static char *describe_all(zkr_instance_t **v, size_t n)
 {
     static char buf[8192];
-    qsort(v, n, sizeof v[0], by_id);
+    if (n > 0) /* (v may be NULL then) */
+        qsort(v, n, sizeof v[0], by_id);
     snprintf(buf, sizeof buf, "INSTANCES %s", n ? "" : "-");
     for (size_t i = 0; i < n; i++)
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", i ? " | " : "", describe(v[i]));
