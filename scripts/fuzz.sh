@@ -22,7 +22,7 @@ case $secs in
 '' | *[!0-9]*) echo "usage: bash scripts/fuzz.sh [SECONDS] [TARGET...]" >&2; exit 2 ;;
 esac
 [ $# -gt 0 ] && shift
-all=(fuzz_names fuzz_paths fuzz_count)
+all=(fuzz_names fuzz_paths fuzz_count fuzz_instance)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all[@]}"); fi
 for t in "${targets[@]}"; do
     [ -f "tests/fuzz/$t.c" ] || { echo "fuzz.sh: no target $t (one of: ${all[*]})" >&2; exit 2; }
@@ -53,7 +53,11 @@ status=0
 crashed=0
 for t in "${targets[@]}"; do
     bin="$work/$t"
-    if ! "$CC" "${CFLAGS[@]}" "tests/fuzz/$t.c" "${UTIL[@]}" -o "$bin" 2>"$work/$t.build"; then
+    extra=()
+    # the instances' JSON: its file, jansson, the public headers, config.h (a
+    # configured tree)
+    [ "$t" = fuzz_instance ] && extra=(-I"$top/include" recipes/discovery_json.c util/utf8.c -ljansson)
+    if ! "$CC" "${CFLAGS[@]}" "tests/fuzz/$t.c" "${UTIL[@]}" "${extra[@]}" -o "$bin" 2>"$work/$t.build"; then
         cat "$work/$t.build" >&2
         echo "fuzz: $t: BUILD FAILED"
         status=1

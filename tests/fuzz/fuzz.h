@@ -1,4 +1,5 @@
-/* Fuzz targets for the util/ functions that read bytes from the server.
+/* Fuzz targets for the functions that read bytes from the server (util/,
+ * and the service instances' JSON).
  *
  * Each target is a plain function (data, size) -> 0 that aborts on a broken
  * invariant.  scripts/fuzz.sh builds each one with clang's libFuzzer
@@ -16,6 +17,7 @@
 int zkr_fuzz_names(const uint8_t *data, size_t size);
 int zkr_fuzz_paths(const uint8_t *data, size_t size);
 int zkr_fuzz_count(const uint8_t *data, size_t size);
+int zkr_fuzz_instance(const uint8_t *data, size_t size);
 
 static inline _Noreturn void zkr_fuzz_fail(const char *file, int line, const char *what)
 {

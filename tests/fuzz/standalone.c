@@ -6,7 +6,7 @@
  *   tests/test_fuzz_corpus TARGET FILE...       replay files (a crash
  *                                               artifact) through one target
  *
- * TARGET is names, paths or count.  The corpus is found at
+ * TARGET is names, paths, count or instance.  The corpus is found at
  * $ZKR_FUZZ_CORPUS, else where configure saw the source tree. */
 #include "tests/fuzz/fuzz.h"
 
@@ -27,6 +27,7 @@ static const struct {
     {"names", zkr_fuzz_names},
     {"paths", zkr_fuzz_paths},
     {"count", zkr_fuzz_count},
+    {"instance", zkr_fuzz_instance},
 };
 #define NTARGETS (sizeof targets / sizeof targets[0])
 
@@ -138,6 +139,11 @@ static void test_count(void)
     CU_ASSERT(run_corpus(zkr_fuzz_count) >= 10);
 }
 
+static void test_instance(void)
+{
+    CU_ASSERT(run_corpus(zkr_fuzz_instance) >= 10);
+}
+
 static int replay(const char *target, int nfiles, char **files)
 {
     size_t t;
@@ -171,7 +177,8 @@ int main(int argc, char **argv)
     s = CU_add_suite("fuzz corpus", NULL, NULL);
     if (s == NULL || CU_add_test(s, "every seed through fuzz_names", test_names) == NULL ||
         CU_add_test(s, "every seed through fuzz_paths", test_paths) == NULL ||
-        CU_add_test(s, "every seed through fuzz_count", test_count) == NULL) {
+        CU_add_test(s, "every seed through fuzz_count", test_count) == NULL ||
+        CU_add_test(s, "every seed through fuzz_instance", test_instance) == NULL) {
         fprintf(stderr, "CUnit setup failed: %s\n", CU_get_error_msg());
         CU_cleanup_registry();
         return 2;
