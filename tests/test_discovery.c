@@ -799,6 +799,60 @@ static void test_other_session_same_id(void)
     zoo_delete(raw, path, -1);
 }
 
+/* A service cache's listener (the client's callback thread) registers,
+ * updates, queries and unregisters through the library: every call
+ * answers (none waits for the callback thread). */
+typedef struct from_cb {
+    zkr_discovery_t *d;
+    atomic_int done;
+    int rc[5];
+} from_cb_t;
+
+static void on_added_call(zkr_service_cache_t *sc, const zkr_service_event_t *e, void *ctx)
+{
+    (void)sc;
+    from_cb_t *f = ctx;
+    if (e->type != ZKR_SERVICE_ADDED || !e->instance || strcmp(e->instance->id, "trigger") != 0)
+        return;
+    zkr_instance_t in;
+    mk(&in, "web", "from-cb", 9);
+    f->rc[0] = zkr_discovery_register(f->d, &in, WAIT_MS);
+    in.port = 10;
+    f->rc[1] = zkr_discovery_update(f->d, &in, WAIT_MS);
+    zkr_instance_t *got = NULL;
+    f->rc[2] = zkr_discovery_instance(f->d, "web", "from-cb", &got, WAIT_MS);
+    f->rc[3] = got && got->port == 10 ? ZKR_OK : ZKR_EZOOKEEPER;
+    zkr_instance_free(got);
+    f->rc[4] = zkr_discovery_unregister(f->d, "web", "from-cb");
+    atomic_store(&f->done, 1);
+}
+
+static void test_calls_from_listener(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-cb", base, sizeof base);
+    static from_cb_t f;
+    memset(&f, 0, sizeof f);
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&f.d, client, base), ZKR_OK);
+    zkr_service_cache_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_service_cache_new(&sc, f.d, "web"), ZKR_OK);
+    zkr_service_cache_set_listener(sc, on_added_call, &f);
+    CU_ASSERT_EQUAL(zkr_service_cache_start(sc), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_service_cache_wait_initialized(sc, WAIT_MS), ZKR_OK);
+    zkr_instance_t trigger;
+    mk(&trigger, "web", "trigger", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_register(f.d, &trigger, WAIT_MS), ZKR_OK);
+    CU_ASSERT(zkt_wait_for(zkt_flag_set, &f.done, 2 * WAIT_MS));
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_EQUAL(f.rc[i], ZKR_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/web/from-cb", base);
+    CU_ASSERT_PTR_NULL(node_at(raw, path, NULL));
+    zkr_service_cache_free(sc);
+    zkr_discovery_free(f.d);
+}
+
 static void test_register_bad_input(void)
 {
     conn();
@@ -915,6 +969,8 @@ static void add_suites(void)
                 test_reregistered_after_expiry);
     CU_add_test(s, "another session's instance with our id: never deleted nor overwritten; ours made once it goes",
                 test_other_session_same_id);
+    CU_add_test(s, "a service cache's listener registers, updates, reads and unregisters: every call answers",
+                test_calls_from_listener);
     CU_add_test(s, "register, update, unregister: bad input and NULL", test_register_bad_input);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
 }

@@ -105,7 +105,8 @@ ZKR_EXTERN int zkr_instance_init_size(zkr_instance_t *inst, size_t size);
 
 /* The JSON Curator's JsonInstanceSerializer writes for inst: *json
  * (*json_len bytes and a NUL byte) is the caller's (zkr_free).  Returns
- * ZKR_OK, ZKR_EINVAL (a NULL argument; name or id not one path segment;
+ * ZKR_OK, ZKR_EINVAL (a NULL argument; inst->size not set by
+ * zkr_instance_init; name or id not one path segment;
  * an address too long; a port out of range; payload not JSON; a string
  * not UTF-8; an unknown service type; uri_parts NULL with a count; the
  * JSON over ZKR_INSTANCE_JSON_MAX), ZKR_ENOMEM. */
