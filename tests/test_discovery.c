@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/harness/zkproxy.h"
 #include "tests/harness/zkr_test.h"
 
 #define SESSION_MS 6000
@@ -853,6 +854,74 @@ static void test_calls_from_listener(void)
     zkr_discovery_free(f.d);
 }
 
+/* A stalled link (a proxy that moves no byte, shorter than the session):
+ * every call keeps its timeout; once the link moves again, what was
+ * registered meanwhile is there. */
+static void test_stalled_link(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-st", base, sizeof base);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_FATAL(px != NULL);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), 20000);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
+    zkr_instance_t a, b;
+    mk(&a, "web", "a", 1);
+    mk(&b, "web", "b", 2);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    put_raw(base, NULL, "other", "{\"name\":\"web\",\"id\":\"other\"}");
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    struct {
+        const char *what;
+        int rc;
+        int64_t ms;
+    } r[6];
+    int64_t t;
+    char **names = NULL;
+    zkr_instance_t **v = NULL, *one = NULL;
+    size_t n = 0;
+#define TIMED(i, label, call) (t = zkt_now_ms(), r[i].rc = (call), r[i].ms = zkt_now_ms() - t, r[i].what = label)
+    TIMED(0, "names", zkr_discovery_names(d, &names, &n, 800));
+    TIMED(1, "instances", zkr_discovery_instances(d, "web", &v, &n, 800));
+    TIMED(2, "instance", zkr_discovery_instance(d, "web", "a", &one, 800));
+    TIMED(3, "register", zkr_discovery_register(d, &b, 800));
+    a.port = 11;
+    TIMED(4, "update", zkr_discovery_update(d, &a, 800));
+    TIMED(5, "unregister", zkr_discovery_unregister(d, "web", "a"));
+#undef TIMED
+    for (int i = 0; i < 6; i++) {
+        printf("\n    stalled: %s %s in %lld ms", r[i].what, zkr_err_name(r[i].rc), (long long)r[i].ms);
+        CU_ASSERT(r[i].ms < (i == 5 ? ZKR_RELEASE_WAIT_MS + 1500 : 800 + 1500));
+    }
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT(r[i].rc == ZKR_ETIMEDOUT || r[i].rc == ZKR_ECONNLOSS);
+    CU_ASSERT_EQUAL(r[5].rc, ZKR_OK); /* (finished in the background) */
+    CU_ASSERT(names == NULL && v == NULL && one == NULL);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    /* moving again: b made, a deleted (its delete finished), theirs kept */
+    want_node_t w = {inst_path(base, &b), &b, c};
+    CU_ASSERT(zkt_wait_for(holds_now, &w, WAIT_MS));
+    char path[512];
+    snprintf(path, sizeof path, "%s/web/a", base);
+    int64_t until = zkt_now_ms() + WAIT_MS;
+    char *left = NULL;
+    while ((left = node_at(raw, path, NULL)) != NULL && zkt_now_ms() < until) {
+        free(left);
+        zkt_sleep_ms(50);
+    }
+    CU_ASSERT_PTR_NULL(left);
+    free(left);
+    snprintf(path, sizeof path, "%s/web/other", base);
+    char *theirs = node_at(raw, path, NULL);
+    CU_ASSERT_PTR_NOT_NULL(theirs);
+    free(theirs);
+    zkr_discovery_free(d);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+}
+
 static void test_register_bad_input(void)
 {
     conn();
@@ -971,6 +1040,8 @@ static void add_suites(void)
                 test_other_session_same_id);
     CU_add_test(s, "a service cache's listener registers, updates, reads and unregisters: every call answers",
                 test_calls_from_listener);
+    CU_add_test(s, "a stalled link: every call keeps its timeout; once it moves, the registration is made",
+                test_stalled_link);
     CU_add_test(s, "register, update, unregister: bad input and NULL", test_register_bad_input);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
 }
