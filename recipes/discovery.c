@@ -1,7 +1,7 @@
 /* The discovery handle (include/zkr/discovery.h): its base path, and the
  * queries, each a few ZooKeeper requests awaited until one deadline
  * (session/requests.h): the services' names, the instances of one service
- * (its children, then each child's data), one instance.  Its
+ * (its children, then every child's data read at once), one instance.  Its
  * registrations are discovery_register.c's. */
 #include "config.h"
 
@@ -102,6 +102,42 @@ int zkr_discovery_instance(zkr_discovery_t *d, const char *name, const char *id,
     return rc;
 }
 
+/* Every instance node's data (the ids' nodes under dir), read at once
+ * (zkr__request_all) and parsed into v (got of them): nodes gone
+ * meanwhile and unreadable data left out, the latter logged. */
+static int read_all(zkr_discovery_t *d, const char *dir, char **ids, size_t n, zkr_instance_t **v, size_t *got,
+                    int64_t deadline)
+{
+    zkr__rq_t *rs = calloc(n, sizeof *rs);
+    char **paths = calloc(n, sizeof *paths);
+    int rc = rs && paths ? ZKR_OK : ZKR_ENOMEM;
+    for (size_t i = 0; rc == ZKR_OK && i < n; i++) {
+        rs[i].type = ZKR__RQ_GET;
+        if (!(rs[i].path = paths[i] = zkr__path_join(dir, ids[i])))
+            rc = ZKR_ENOMEM;
+    }
+    int zrc = rc == ZKR_OK ? zkr__request_all(d->c, rs, n, deadline) : ZOK;
+    if (rc == ZKR_OK && zrc != ZOK)
+        rc = zkr__rq_error(zrc);
+    for (size_t i = 0; rc == ZKR_OK && i < n; i++) {
+        int r = rs[i].rc == ZOK ? zkr__disc_parse(rs[i].value, rs[i].value ? (size_t)rs[i].value_len : 0, &v[*got])
+                                : zkr__rq_error(rs[i].rc);
+        if (r == ZKR_OK)
+            ++*got;
+        else if (r == ZKR_EBADDATA)
+            zkr__log(d->c, ZKR_LOG_WARN, "discovery: %s is not a service instance: left out", paths[i]);
+        else if (r != ZKR_ENONODE) /* (gone meanwhile: left out) */
+            rc = r;
+    }
+    for (size_t i = 0; rs && i < n; i++)
+        zkr__rq_clear(&rs[i]);
+    for (size_t i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(paths);
+    free(rs);
+    return rc;
+}
+
 int zkr_discovery_instances(zkr_discovery_t *d, const char *name, zkr_instance_t ***insts, size_t *count,
                             int64_t timeout_ms)
 {
@@ -114,23 +150,11 @@ int zkr_discovery_instances(zkr_discovery_t *d, const char *name, zkr_instance_t
     int64_t deadline = zkr__deadline(timeout_ms);
     char *dir = zkr__disc_path(d->base, name, NULL);
     char **ids = NULL;
-    size_t n = 0;
+    size_t n = 0, got = 0;
     int rc = dir ? children(d->c, dir, &ids, &n, deadline) : ZKR_ENOMEM;
     zkr_instance_t **v = rc == ZKR_OK && n > 0 ? calloc(n, sizeof *v) : NULL;
-    if (rc == ZKR_OK && n > 0 && !v)
-        rc = ZKR_ENOMEM;
-    size_t got = 0;
-    for (size_t i = 0; rc == ZKR_OK && i < n; i++) {
-        char *path = zkr__path_join(dir, ids[i]);
-        int r = path ? read_instance(d, path, &v[got], deadline) : ZKR_ENOMEM;
-        if (r == ZKR_OK)
-            got++;
-        else if (r == ZKR_EBADDATA)
-            zkr__log(d->c, ZKR_LOG_WARN, "discovery: %s is not a service instance: left out", path);
-        else if (r != ZKR_ENONODE) /* (gone meanwhile: left out) */
-            rc = r;
-        free(path);
-    }
+    if (rc == ZKR_OK && n > 0)
+        rc = v ? read_all(d, dir, ids, n, v, &got, deadline) : ZKR_ENOMEM;
     zkr_strings_free(ids, n);
     free(dir);
     if (rc != ZKR_OK || got == 0) {

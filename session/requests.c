@@ -1,7 +1,7 @@
 /* One ZooKeeper request awaited until a deadline (session/requests.h):
  * sent on the current handle once connected, answered by the C client's
  * completion, which frees the request itself when the sender stopped
- * waiting. */
+ * waiting; and many requests sent at once, awaited the same way. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -146,6 +146,26 @@ void zkr__rq_clear(zkr__rq_t *r)
     memset(&r->stat, 0, sizeof r->stat);
 }
 
+/* The answer of an op awaited to its end moved into r, the op freed: the
+ * code through zkr__zh_answer. */
+static int take_answer(zkr__zh_t *h, zkr__rq_t *r, rq_op_t *o)
+{
+    int zrc = o->aw.rc;
+    if (zrc == ZOK) {
+        r->stat = o->st;
+        r->value = o->value;
+        r->value_len = o->value_len;
+        r->created = o->created;
+        r->names = o->names;
+        r->count = o->count;
+        o->value = o->created = NULL;
+        o->names = NULL;
+        o->count = 0;
+    }
+    op_free(o);
+    return zkr__zh_answer(zkr__zh(h), zrc);
+}
+
 /* One send and its answer; r->session set when sent. */
 static int request_once(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
 {
@@ -175,20 +195,7 @@ static int request_once(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
         zkr__client_put_handle(c, h);
         return ZOPERATIONTIMEOUT; /* the completion frees it */
     }
-    zrc = o->aw.rc;
-    if (zrc == ZOK) {
-        r->stat = o->st;
-        r->value = o->value;
-        r->value_len = o->value_len;
-        r->created = o->created;
-        r->names = o->names;
-        r->count = o->count;
-        o->value = o->created = NULL;
-        o->names = NULL;
-        o->count = 0;
-    }
-    op_free(o);
-    zrc = zkr__zh_answer(zkr__zh(h), zrc);
+    zrc = take_answer(h, r, o);
     zkr__client_put_handle(c, h);
     return zrc;
 }
@@ -239,4 +246,72 @@ int zkr__rq_error(int zrc)
     if (zrc == ZCLOSING)
         return ZKR_ECLOSED;
     return zkr__zk_error(zrc);
+}
+
+/* Every request sent on one handle, then each answer awaited until the
+ * deadline; those not answered by then are left to their completions. */
+static int request_all_once(zkr_client_t *c, zkr__rq_t *rs, size_t n, int64_t deadline)
+{
+    int rc = zkr__client_wait_usable(c, deadline);
+    if (rc != ZKR_OK)
+        return rc == ZKR_ETIMEDOUT ? ZOPERATIONTIMEOUT : ZCLOSING;
+    zkr__zh_t *h;
+    if (zkr__client_get_handle(c, &h) != ZKR_OK)
+        return ZCLOSING;
+    rq_op_t **ops = calloc(n, sizeof *ops);
+    if (!ops) {
+        zkr__client_put_handle(c, h);
+        return ZSYSTEMERROR;
+    }
+    int64_t session = zkr__zh_session(c, h);
+    for (size_t i = 0; i < n; i++) {
+        rq_op_t *o = calloc(1, sizeof *o);
+        if (!o || zkr__awaited_init(&o->aw) != 0) {
+            free(o);
+            rs[i].rc = ZSYSTEMERROR;
+            continue;
+        }
+        rs[i].session = session;
+        zkr__req_start(h, &o->aw.req, op_closing);
+        int zrc = send_op(zkr__zh(h), c, &rs[i], o);
+        if (zrc != ZOK) {
+            zkr__req_end(&o->aw.req);
+            op_free(o);
+            rs[i].rc = zkr__zh_answer(zkr__zh(h), zrc);
+            continue;
+        }
+        ops[i] = o;
+    }
+    int all = ZOK;
+    for (size_t i = 0; i < n; i++) {
+        if (!ops[i])
+            continue;
+        /* (past the deadline: each answered one taken, the rest given up) */
+        if (!zkr__awaited_wait(&ops[i]->aw, deadline)) {
+            all = ZOPERATIONTIMEOUT; /* its completion frees it */
+            continue;
+        }
+        rs[i].rc = take_answer(h, &rs[i], ops[i]);
+    }
+    free(ops);
+    zkr__client_put_handle(c, h);
+    return all;
+}
+
+int zkr__request_all(zkr_client_t *c, zkr__rq_t *rs, size_t n, int64_t deadline)
+{
+    for (size_t i = 0; i < n; i++) {
+        zkr__rq_clear(&rs[i]);
+        rs[i].session = 0;
+        rs[i].rc = ZOPERATIONTIMEOUT;
+    }
+    if (n == 0)
+        return ZOK;
+    if (zkr__client_enter(c) != ZKR_OK)
+        return ZCLOSING;
+    int zrc = request_all_once(c, rs, n, deadline);
+    zkr__client_leave(c);
+    for (size_t i = 0; zrc == ZCLOSING && i < n; i++)
+        rs[i].rc = ZCLOSING; /* (nothing was sent) */
+    return zrc;
 }

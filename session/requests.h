@@ -40,6 +40,7 @@ typedef struct zkr__rq {
     char **names;      /* CHILDREN: count names, sorted bytewise */
     size_t count;
     int64_t session;   /* the session it was sent on; 0: nothing sent */
+    int rc;            /* zkr__request_all: its own code (as zkr__request's) */
 } zkr__rq_t;
 
 /* Send r on the client's current handle once connected (waiting for that
@@ -53,6 +54,18 @@ typedef struct zkr__rq {
  * ZSESSIONEXPIRED; ZCLOSING (the client is closing); ZSYSTEMERROR (no
  * memory).  The previous answer in r is freed first. */
 int zkr__request(zkr_client_t *c, zkr__rq_t *r, int64_t deadline);
+
+/* The n requests of rs (no parents made: rs[i].parents is ignored) sent at
+ * once on the client's current handle once connected (waiting for that
+ * until the deadline), then each answer awaited until the deadline: each
+ * rs[i].rc gets its code as zkr__request would return it (ZOPERATIONTIMEOUT
+ * for one not answered in time: a sent write may still be applied), its
+ * answer in rs[i].  Many reads cost about one round trip instead of n.
+ * Returns ZOK (every request answered, whatever its code),
+ * ZOPERATIONTIMEOUT (the deadline passed first, before sending or with
+ * some not answered), ZCLOSING (the client is closing); ZSYSTEMERROR (no
+ * memory).  Marks the caller as in a blocking call, as zkr__request. */
+int zkr__request_all(zkr_client_t *c, zkr__rq_t *rs, size_t n, int64_t deadline);
 
 /* Free r's answer (not its request).  NULL is a no-op. */
 void zkr__rq_clear(zkr__rq_t *r);

@@ -1264,6 +1264,58 @@ static void test_requests(void)
     zkt_proxy_stop(px);
 }
 
+/* Many requests sent at once (zkr__request_all): each its own answer; with
+ * the replies held past the deadline, each given up (ZOPERATIONTIMEOUT)
+ * and its late answer freed by its completion; then the link works. */
+static void test_requests_all(void)
+{
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
+    char base[128], paths[8][256];
+    snprintf(base, sizeof base, "%s", zkt_path("rqall", (char[128]){0}, 128));
+    zkr__rq_t mk = {.type = ZKR__RQ_CREATE, .path = base, .mode = ZOO_PERSISTENT, .parents = 1};
+    CU_ASSERT_EQUAL(zkr__request(c, &mk, zkr__deadline(5000)), ZOK);
+    zkr__rq_clear(&mk);
+    zkr__rq_t rs[8];
+    memset(rs, 0, sizeof rs);
+    for (int i = 0; i < 8; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/n%d", base, i);
+        if (i % 2 == 0) { /* the even ones exist, with their number as data */
+            zkr__rq_t cr = {.type = ZKR__RQ_CREATE, .path = paths[i], .data = paths[i] + strlen(base) + 2,
+                            .data_len = 1, .mode = ZOO_PERSISTENT};
+            CU_ASSERT_EQUAL(zkr__request(c, &cr, zkr__deadline(5000)), ZOK);
+            zkr__rq_clear(&cr);
+        }
+        rs[i].type = ZKR__RQ_GET;
+        rs[i].path = paths[i];
+    }
+    CU_ASSERT_EQUAL(zkr__request_all(c, rs, 8, zkr__deadline(5000)), ZOK);
+    for (int i = 0; i < 8; i++) {
+        CU_ASSERT_EQUAL(rs[i].rc, i % 2 == 0 ? ZOK : ZNONODE);
+        CU_ASSERT(rs[i].session != 0);
+        if (i % 2 == 0)
+            CU_ASSERT(rs[i].value && rs[i].value_len == 1 && rs[i].value[0] == '0' + i);
+    }
+    CU_ASSERT_EQUAL(zkr__request_all(c, rs, 0, zkr__deadline(10)), ZOK);
+    /* replies held: sent, then given up at the deadline */
+    CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 1), 0);
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr__request_all(c, rs, 8, zkr__deadline(300)), ZOPERATIONTIMEOUT);
+    int64_t took = zkt_now_ms() - t0;
+    CU_ASSERT(took >= 250 && took < 1500);
+    for (int i = 0; i < 8; i++)
+        CU_ASSERT(rs[i].rc == ZOPERATIONTIMEOUT && rs[i].value == NULL);
+    CU_ASSERT_EQUAL(zkt_proxy_stall_replies(px, 0), 0);
+    /* the late answers went to their completions; the link works */
+    CU_ASSERT_EQUAL(zkr__request_all(c, rs, 8, zkr__deadline(SESSION_MS * 3)), ZOK);
+    CU_ASSERT(rs[0].rc == ZOK && rs[1].rc == ZNONODE);
+    for (int i = 0; i < 8; i++)
+        zkr__rq_clear(&rs[i]);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("session core", NULL, NULL);
@@ -1286,6 +1338,8 @@ static void add_suites(void)
     CU_add_test(s, "forced expiry 200 times: RECONNECTED after each (rebuild window widened)",
                 test_rebuild_first_event);
     CU_add_test(s, "one request awaited until a deadline: answers, parents, a stalled link", test_requests);
+    CU_add_test(s, "many requests sent at once: each its answer; replies held past the deadline: given up",
+                test_requests_all);
 }
 
 int main(void)

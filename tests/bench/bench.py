@@ -436,8 +436,8 @@ DISC_TITLE = ("Service discovery (lower is better; ratio = Curator / zkrecipes p
               "ratios in brackets: > 1 means zkrecipes took less time):")
 DISC_NOTE = ("(register: zkr_discovery_register, a zkr_pnode made and confirmed, against Curator's "
              "ServiceDiscovery.registerService; query100: zkr_discovery_instances against queryForInstances, "
-             "both reading the 100 nodes one request at a time after the listing; each run on a session of its "
-             "own, for the run's seconds.)")
+             "after the listing zkrecipes sends the 100 reads at once, Curator one at a time; each run on a "
+             "session of its own, for the run's seconds.)")
 
 
 def cache_table(cplan, results, whys, title=CACHE_TITLE, note=CACHE_NOTE):
