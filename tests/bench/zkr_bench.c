@@ -19,8 +19,7 @@
  * (the cache without data), and the set-up cachetree (-N nodes under -b)
  * and proxy (bench_cache.c); atomic4 and count4 (4 sessions incrementing
  * one atomic long, or one shared count by try_set) for zkr
- * (bench_counter.c).
- * and proxy (bench_cache.c); register, query100 (-N instances) and the
+ * (bench_counter.c); register, query100 (-N instances) and the
  * set-up disctree (-N instances under -b) for zkr (bench_discovery.c).
  * With -n every thread does exactly CYCLES operations (used under
  * callgrind).  Benchmarks print figures; they never assert a speed. */
