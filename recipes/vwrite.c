@@ -36,7 +36,9 @@ int zkr__vread(zkr_client_t *c, const char *path, zkr__rq_t *rq, int64_t deadlin
         rq->type = ZKR__RQ_GET;
         rq->path = path;
         int zrc = zkr__request(c, rq, deadline);
-        if (!lost(zrc))
+        /* ZOPERATIONTIMEOUT before the deadline: the C client gave the
+         * connection up (what was in flight is answered so) */
+        if (!lost(zrc) && !(zrc == ZOPERATIONTIMEOUT && zkr__remaining_ms(deadline) > 0))
             return zrc;
         if (zkr__remaining_ms(deadline) <= LOST_PAUSE_MS)
             return ZOPERATIONTIMEOUT;
@@ -100,7 +102,8 @@ int zkr__vwrite(zkr_client_t *c, const zkr__vw_t *w, int64_t deadline, zkr__vw_o
             *outcome = zrc == ZNONODE ? ZKR__VW_UNKNOWN : settle(c, w, deadline);
             return ZKR_OK;
         }
-        int maybe = lost(zrc) || (zrc == ZOPERATIONTIMEOUT && sent != 0);
+        /* sent, its answer not had (the deadline, or the client closing) */
+        int maybe = lost(zrc) || ((zrc == ZOPERATIONTIMEOUT || zrc == ZCLOSING) && sent != 0);
         if (maybe)
             was_lost = 1;
         if (was_lost && (!maybe || (!w->create && w->version < 0) || zkr__remaining_ms(deadline) <= LOST_PAUSE_MS)) {

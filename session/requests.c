@@ -166,12 +166,47 @@ static int take_answer(zkr__zh_t *h, zkr__rq_t *r, rq_op_t *o)
     return zkr__zh_answer(zkr__zh(h), zrc);
 }
 
+/* The code for a client that did not become usable by the deadline
+ * (zkr__client_wait_usable's): the credentials refused is not a closing
+ * client. */
+static int unusable(int rc)
+{
+    return rc == ZKR_ETIMEDOUT ? ZOPERATIONTIMEOUT : rc == ZKR_ENOAUTH ? ZAUTHFAILED : ZCLOSING;
+}
+
+#define CLOSE_POLL_MS 50 /* how soon a wait for an answer sees zkr_client_close */
+
+/* Wait for o's answer until the deadline, or until zkr_client_close begins
+ * (it waits for this thread: never for the answer of a stalled link).
+ * 1: answered (o->aw.rc); 0: given up, the completion frees o (*closed 1:
+ * by close). */
+static int await_answer(zkr_client_t *c, rq_op_t *o, int64_t deadline, int *closed)
+{
+    zkr__awaited_t *a = &o->aw;
+    int shut = 0;
+    pthread_mutex_lock(&a->mu);
+    while (!a->done && !shut && zkr__remaining_ms(deadline) > 0) {
+        int64_t slice = zkr__deadline(CLOSE_POLL_MS);
+        zkr__cond_wait_until(&a->cond, &a->mu, slice < deadline ? slice : deadline);
+        if (a->done)
+            break;
+        pthread_mutex_unlock(&a->mu);
+        shut = zkr_client_state(c) == ZKR_STATE_CLOSED;
+        pthread_mutex_lock(&a->mu);
+    }
+    int done = a->done;
+    a->abandoned = !done;
+    pthread_mutex_unlock(&a->mu);
+    *closed = !done && shut;
+    return done;
+}
+
 /* One send and its answer; r->session set when sent. */
 static int request_once(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
 {
     int rc = zkr__client_wait_usable(c, deadline);
     if (rc != ZKR_OK)
-        return rc == ZKR_ETIMEDOUT ? ZOPERATIONTIMEOUT : ZCLOSING;
+        return unusable(rc);
     zkr__zh_t *h;
     if (zkr__client_get_handle(c, &h) != ZKR_OK)
         return ZCLOSING;
@@ -191,9 +226,10 @@ static int request_once(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
         zkr__client_put_handle(c, h);
         return zrc;
     }
-    if (!zkr__awaited_wait(&o->aw, deadline)) {
+    int closed;
+    if (!await_answer(c, o, deadline, &closed)) {
         zkr__client_put_handle(c, h);
-        return ZOPERATIONTIMEOUT; /* the completion frees it */
+        return closed ? ZCLOSING : ZOPERATIONTIMEOUT; /* the completion frees it */
     }
     zrc = take_answer(h, r, o);
     zkr__client_put_handle(c, h);
@@ -211,6 +247,16 @@ static int create_parent(void *ctx, const char *p, const struct ACL_vector *acl,
     parent_ctx_t *pc = ctx;
     zkr__rq_t r = {.type = ZKR__RQ_CREATE, .path = p, .mode = mode};
     int zrc = request_once(pc->c, &r, pc->deadline);
+    if (zrc == ZNOAUTH) {
+        /* the server refuses a create under a parent that denies us CREATE
+         * before it sees the node is there: an ancestor that is there is
+         * passed (Curator's ZKPaths.mkdirs asks exists first) */
+        zkr__rq_t e = {.type = ZKR__RQ_EXISTS, .path = p};
+        int erc = request_once(pc->c, &e, pc->deadline);
+        zkr__rq_clear(&e);
+        if (erc == ZOK)
+            zrc = ZOK;
+    }
     zkr__rq_clear(&r);
     return zrc == ZNODEEXISTS ? ZOK : zrc;
 }
@@ -229,6 +275,7 @@ int zkr__request(zkr_client_t *c, zkr__rq_t *r, int64_t deadline)
             zrc = ZSYSTEMERROR;
         } else if (slash && slash != dir) {
             *slash = '\0';
+            r->session = 0; /* refused: it says whether the create sent again was */
             parent_ctx_t pc = {c, deadline};
             int prc = zkr__parents_each(c, dir, create_parent, &pc);
             zrc = prc == ZOK ? request_once(c, r, deadline) : prc == ZKR_ENOMEM ? ZSYSTEMERROR : prc;
@@ -254,7 +301,7 @@ static int request_all_once(zkr_client_t *c, zkr__rq_t *rs, size_t n, int64_t de
 {
     int rc = zkr__client_wait_usable(c, deadline);
     if (rc != ZKR_OK)
-        return rc == ZKR_ETIMEDOUT ? ZOPERATIONTIMEOUT : ZCLOSING;
+        return unusable(rc);
     zkr__zh_t *h;
     if (zkr__client_get_handle(c, &h) != ZKR_OK)
         return ZCLOSING;
@@ -282,13 +329,14 @@ static int request_all_once(zkr_client_t *c, zkr__rq_t *rs, size_t n, int64_t de
         }
         ops[i] = o;
     }
-    int all = ZOK;
+    int all = ZOK, closed = 0;
     for (size_t i = 0; i < n; i++) {
         if (!ops[i])
             continue;
-        /* (past the deadline: each answered one taken, the rest given up) */
-        if (!zkr__awaited_wait(&ops[i]->aw, deadline)) {
-            all = ZOPERATIONTIMEOUT; /* its completion frees it */
+        /* (past the deadline, or closing: each answered one taken, the
+         * rest given up at once) */
+        if (!await_answer(c, ops[i], closed ? zkr__deadline(0) : deadline, &closed)) {
+            all = rs[i].rc = closed ? ZCLOSING : ZOPERATIONTIMEOUT; /* its completion frees it */
             continue;
         }
         rs[i].rc = take_answer(h, &rs[i], ops[i]);

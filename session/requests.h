@@ -39,7 +39,9 @@ typedef struct zkr__rq {
     char *created;     /* CREATE: the path made (sequential: with its number) */
     char **names;      /* CHILDREN: count names, sorted bytewise */
     size_t count;
-    int64_t session;   /* the session it was sent on; 0: nothing sent */
+    int64_t session;   /* the session it was sent on; 0: nothing sent (a
+                          create refused for a missing parent: whether
+                          it was sent again after the parents) */
     int rc;            /* zkr__request_all: its own code (as zkr__request's) */
 } zkr__rq_t;
 
@@ -51,8 +53,11 @@ typedef struct zkr__rq {
  * zkr__zh_answer); ZOPERATIONTIMEOUT if the deadline passed first (sent
  * or not: r->session says; a sent write may still be applied);
  * ZCONNECTIONLOSS (a write may or may not have been applied);
- * ZSESSIONEXPIRED; ZCLOSING (the client is closing); ZSYSTEMERROR (no
- * memory).  The previous answer in r is freed first. */
+ * ZSESSIONEXPIRED; ZAUTHFAILED (the server refused the client's
+ * credentials: nothing sent); ZCLOSING (the client is closing: nothing
+ * sent, or, r->session set, sent and its answer no longer awaited: a
+ * write may still be applied); ZSYSTEMERROR (no memory).  The previous
+ * answer in r is freed first. */
 int zkr__request(zkr_client_t *c, zkr__rq_t *r, int64_t deadline);
 
 /* The n requests of rs (no parents made: rs[i].parents is ignored) sent at

@@ -1316,6 +1316,72 @@ static void test_requests_all(void)
     zkt_proxy_stop(px);
 }
 
+/* Credentials refused after the session began (ZOO_AUTH_FAILED_STATE): a
+ * request is refused at once with ZAUTHFAILED (zkrecipes: ZKR_ENOAUTH),
+ * not ZCLOSING (ZKR_ECLOSED): the client is not closed. */
+static int bad_auth(struct _zhandle *zh, int64_t session_id, void *ctx)
+{
+    (void)session_id;
+    (void)ctx;
+    return zoo_add_auth(zh, "nosuchscheme", "x", 1, NULL, NULL);
+}
+
+static int client_lost(void *arg)
+{
+    return zkr_client_state(arg) == ZKR_STATE_LOST;
+}
+
+static void test_request_auth_failed(void)
+{
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    char path[128];
+    zkt_path("rq-auth", path, sizeof path);
+    zkr__rq_t g = {.type = ZKR__RQ_GET, .path = path};
+    CU_ASSERT_EQUAL(zkr__request(c, &g, zkr__deadline(5000)), ZNONODE);
+    CU_ASSERT_EQUAL(zkr_client_with_handle(c, bad_auth, NULL), ZOK);
+    CU_ASSERT_FATAL(zkt_wait_for(client_lost, c, 10000));
+    int64_t t0 = zkt_now_ms();
+    int zrc = zkr__request(c, &g, zkr__deadline(5000));
+    CU_ASSERT_EQUAL(zrc, ZAUTHFAILED);
+    CU_ASSERT_EQUAL(zkr__rq_error(zrc), ZKR_ENOAUTH);
+    CU_ASSERT(zkt_now_ms() - t0 < 4000); /* refused, not waited out */
+    CU_ASSERT_EQUAL(g.session, 0);         /* nothing sent */
+    zkr__rq_clear(&g);
+    zkr_client_close(c);
+}
+
+/* Parents made under an ancestor whose own parent refuses us CREATE: the
+ * ancestor is there, so it is passed (Curator's ZKPaths.mkdirs checks
+ * that each ancestor exists before creating it); a create there is refused
+ * ZNOAUTH before ZNODEEXISTS. */
+static void test_request_parents_closed_ancestor(void)
+{
+    zhandle_t *zh = zkt_raw();
+    CU_ASSERT_EQUAL_FATAL(zoo_add_auth(zh, "digest", "owner:secret", 12, NULL, NULL), ZOK);
+    char closed[128], open_[160], deep[224], denied[224];
+    zkt_path("rq-closed", closed, sizeof closed);
+    snprintf(open_, sizeof open_, "%s/open", closed);
+    snprintf(deep, sizeof deep, "%s/a/b", open_);
+    snprintf(denied, sizeof denied, "%s/other/b", closed);
+    struct ACL acl[2] = {{ZOO_PERM_ALL, ZOO_AUTH_IDS}, {ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE}};
+    struct ACL_vector av = {2, acl};
+    int zrc = zoo_create(zh, "/zkr-test", "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    CU_ASSERT(zrc == ZOK || zrc == ZNODEEXISTS);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, closed, "", 0, &av, 0, NULL, 0), ZOK);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, open_, "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zkr__rq_t r = {.type = ZKR__RQ_CREATE, .path = deep, .data = "v", .data_len = 1, .mode = ZOO_PERSISTENT,
+                   .parents = 1};
+    CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZOK);
+    CU_ASSERT_EQUAL(zoo_exists(zh, deep, 0, NULL), ZOK);
+    /* an ancestor that is missing where we may not create: still refused */
+    r.path = denied;
+    CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZNOAUTH);
+    zkr__rq_clear(&r);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("session core", NULL, NULL);
@@ -1340,6 +1406,10 @@ static void add_suites(void)
     CU_add_test(s, "one request awaited until a deadline: answers, parents, a stalled link", test_requests);
     CU_add_test(s, "many requests sent at once: each its answer; replies held past the deadline: given up",
                 test_requests_all);
+    CU_add_test(s, "a request after the credentials were refused: ZAUTHFAILED, not ZCLOSING",
+                test_request_auth_failed);
+    CU_add_test(s, "parents made past an ancestor that is there under one that refuses CREATE",
+                test_request_parents_closed_ancestor);
 }
 
 int main(void)

@@ -277,13 +277,20 @@ static int has_state(void *arg)
     return found;
 }
 
+/* A client through a new proxy (to stall or cut its link), and a path. */
+static zkr_client_t *proxied_client(const char *name, char *path, size_t len, int session_ms, zkt_proxy_t **p)
+{
+    zkt_path(name, path, len);
+    *p = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*p);
+    return zkt_client_at(zkt_proxy_hosts(*p), session_ms);
+}
+
 static void test_count_states(void)
 {
     char path[256];
-    zkt_path("count-states", path, sizeof path);
-    zkt_proxy_t *p = zkt_proxy_start(zkt_server_port());
-    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(p), SESSION_MS);
+    zkt_proxy_t *p;
+    zkr_client_t *c = proxied_client("count-states", path, sizeof path, SESSION_MS, &p);
     zhandle_t *zh = zkt_raw();
     seen_t s;
     memset(&s, 0, sizeof s);
@@ -612,6 +619,154 @@ static void test_stalled_link(void)
     zkt_proxy_stop(p);
 }
 
+/* The C client gives a stalled connection up (after 2/3 of the session
+ * timeout) by answering what is in flight ZOPERATIONTIMEOUT: a read then
+ * is sent again once the link is back, not reported ZKR_ETIMEDOUT before
+ * the call's own timeout. */
+/* A call run on a thread of its own (its code when done). */
+typedef struct bg_call {
+    int (*call)(struct bg_call *b);
+    zkr_atomic_long_t *a;
+    zkr_count_t *sc;
+    zkr_atomic_result_t r;
+    int rc;
+    atomic_int done;
+    pthread_t t;
+} bg_call_t;
+
+static void *bg_main(void *arg)
+{
+    bg_call_t *b = arg;
+    b->rc = b->call(b);
+    atomic_store(&b->done, 1);
+    return NULL;
+}
+
+static void bg_start(bg_call_t *b)
+{
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&b->t, NULL, bg_main, b), 0);
+}
+
+static int call_get(bg_call_t *b)
+{
+    return zkr_atomic_long_get(b->a, &b->r);
+}
+
+static int call_increment(bg_call_t *b)
+{
+    return zkr_atomic_long_increment(b->a, &b->r);
+}
+
+static int call_set_7(bg_call_t *b)
+{
+    return zkr_count_set(b->sc, 7, -1);
+}
+
+static void test_read_outlasts_connection_timeout(void)
+{
+    char path[256];
+    zkt_proxy_t *p;
+    zkr_client_t *c = proxied_client("atomic-ctimeout", path, sizeof path, 4000, &p);
+    zkr_atomic_options_t opt;
+    zkr_atomic_options_init(&opt);
+    opt.timeout_ms = 20000;
+    bg_call_t g = {.call = call_get, .rc = 99};
+    CU_ASSERT_EQUAL_FATAL(zkr_atomic_long_new(&g.a, c, path, &opt), ZKR_OK);
+    int init = 0;
+    CU_ASSERT_EQUAL(zkr_atomic_long_try_initialize(g.a, 41, &init), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
+    bg_start(&g);
+    zkt_sleep_ms(4000); /* past the C client's 2/3 of 4 s */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 0), 0);
+    pthread_join(g.t, NULL);
+    CU_ASSERT_EQUAL(g.rc, ZKR_OK);
+    CU_ASSERT(g.r.succeeded && g.r.pre_value == 41);
+    zkr_atomic_long_free(g.a);
+    zkr_client_close(c);
+    zkt_proxy_stop(p);
+}
+
+/* zkr_client_close while calls without a timeout wait on a stalled link:
+ * they return ZKR_ECLOSED (the read) or ZKR_ECONNLOSS (the write sent into
+ * the stall), and close returns as on any stalled link (zkr/client.h: at
+ * most 1 s to drain, 1.5 s for the server), not when the C client gives
+ * the connection up (2/3 of the 20 s session). */
+static void test_close_stalled_calls(void)
+{
+    char path[256], apath[300];
+    zkt_proxy_t *p;
+    zkr_client_t *c = proxied_client("count-close", path, sizeof path, 20000, &p);
+    snprintf(apath, sizeof apath, "%s-atomic", path);
+    zkr_count_t *sc = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_count_new(&sc, c, path, 1), ZKR_OK);
+    CU_ASSERT_EQUAL_FATAL(zkr_count_start(sc, WAIT_MS), ZKR_OK);
+    zkr_atomic_options_t opt;
+    zkr_atomic_options_init(&opt);
+    opt.timeout_ms = -1;
+    zkr_atomic_long_t *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_atomic_long_new(&a, c, apath, &opt), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(p, 1), 0);
+    bg_call_t bi = {.call = call_increment, .a = a}, bs = {.call = call_set_7, .sc = sc};
+    bg_start(&bi);
+    bg_start(&bs);
+    zkt_sleep_ms(300); /* both sent into the stall */
+    CU_ASSERT(!atomic_load(&bi.done) && !atomic_load(&bs.done));
+    int64_t t0 = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    int64_t took = zkt_now_ms() - t0;
+    pthread_join(bi.t, NULL);
+    pthread_join(bs.t, NULL);
+    printf("(close took %lld ms; %d, %d) ", (long long)took, bi.rc, bs.rc);
+    CU_ASSERT(took < 6000);
+    CU_ASSERT_EQUAL(bi.rc, ZKR_ECLOSED); /* its read: nothing written */
+    CU_ASSERT_EQUAL(bs.rc, ZKR_ECONNLOSS);
+    zkr_atomic_long_free(a);
+    zkr_count_free(sc);
+    zkt_proxy_stop(p);
+}
+
+/* A create refused for a missing parent makes the parents, then is sent
+ * again; the call's timeout passing while the parents are made is not a
+ * lost answer of the write (it was refused): ZKR_ETIMEDOUT, exact, not
+ * ZKR_ECONNLOSS.  A deep path (about 400 parents) makes that phase long;
+ * only tries whose timeout passed in it (some parents made, not the
+ * last) are judged, and at least one must be. */
+static void test_timeout_among_parents(void)
+{
+    zhandle_t *zh = zkt_raw();
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    int judged = 0;
+    for (int round = 0; round < 20 && judged < 3; round++) {
+        char base[128], path[1024], first[160], last[1024];
+        zkt_path("parents-timeout", base, sizeof base);
+        int n = snprintf(path, sizeof path, "%s", base);
+        while (n < 1000)
+            n += snprintf(path + n, sizeof path - (size_t)n, "/p");
+        snprintf(first, sizeof first, "%s/p", base);
+        snprintf(last, sizeof last, "%.*s", n - 2, path);
+        zkr_atomic_options_t opt;
+        zkr_atomic_options_init(&opt);
+        opt.timeout_ms = 5 + round * 5;
+        zkr_atomic_long_t *a = NULL;
+        CU_ASSERT_EQUAL_FATAL(zkr_atomic_long_new(&a, c, path, &opt), ZKR_OK);
+        int init = 0;
+        int rc = zkr_atomic_long_try_initialize(a, 1, &init);
+        zkr_atomic_long_free(a);
+        /* let what was sent land before looking */
+        zkt_sleep_ms(200);
+        int in_parents = zoo_exists(zh, first, 0, NULL) == ZOK && zoo_exists(zh, last, 0, NULL) == ZNONODE;
+        if (!in_parents)
+            continue;
+        judged++;
+        CU_ASSERT_EQUAL(rc, ZKR_ETIMEDOUT);
+        CU_ASSERT_EQUAL(init, 0);
+    }
+    printf("(%d judged) ", judged);
+    CU_ASSERT(judged > 0);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("counter", NULL, NULL);
@@ -630,6 +785,12 @@ static void add_suites(void)
     CU_add_test(s, "bad input: the documented codes", test_bad_input);
     CU_add_test(s, "a stalled link: every call returns by its timeout; unknown writes say so",
                 test_stalled_link);
+    CU_add_test(s, "a read in flight when the C client gives the connection up is sent again, not ZKR_ETIMEDOUT",
+                test_read_outlasts_connection_timeout);
+    CU_add_test(s, "the timeout passing while a create's parents are made: ZKR_ETIMEDOUT, not ZKR_ECONNLOSS",
+                test_timeout_among_parents);
+    CU_add_test(s, "close while calls without a timeout wait on a stalled link: they return, close is not held",
+                test_close_stalled_calls);
 }
 
 int main(void)

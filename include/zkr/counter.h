@@ -124,7 +124,8 @@ ZKR_EXTERN int zkr_count_set_listener(zkr_count_t *sc, zkr_count_fn fn, void *ct
 #endif
 
 /* Create the node with the seed if missing (parents as containers), then
- * read and watch it until freed (once).  Returns ZKR_OK, ZKR_EINVAL,
+ * read and watch it until freed (once).  timeout_ms < 0: no limit (the
+ * same for zkr_count_set and zkr_count_try_set).  Returns ZKR_OK, ZKR_EINVAL,
  * ZKR_ESTATE (started before), ZKR_ETIMEDOUT,
  * ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER (on
  * any error the count is not started: start again). */
@@ -155,7 +156,7 @@ ZKR_EXTERN int zkr_count_try_set(zkr_count_t *sc, int32_t version, int32_t value
 
 /* Stop watching and free: after it returns the listener is not running
  * (unless called from it: not allowed, logged, nothing done).  The node
- * stays.  NULL is a no-op. */
+ * stays.  No other thread may be inside a call on sc.  NULL is a no-op. */
 ZKR_EXTERN void zkr_count_free(zkr_count_t *sc);
 
 /* "CHANGED", "DELETED", "BADDATA", "STATE"; "UNKNOWN" otherwise. */
@@ -214,7 +215,8 @@ ZKR_EXTERN int zkr_atomic_long_new(zkr_atomic_long_t **out, zkr_client_t *c, con
  *   ZKR_ECONNLOSS   a write's answer was lost and could not be settled:
  *                   applied once or not at all (r->pre_value, post_value:
  *                   what it read and wrote)
- *   ZKR_ETIMEDOUT   opt.timeout_ms passed; nothing applied
+ *   ZKR_ETIMEDOUT   opt.timeout_ms passed, or the retry policy's next
+ *                   sleep would pass it; nothing applied
  *   ZKR_EBADDATA    the node's data is not 8 bytes (nor empty)
  *   ZKR_EINVAL (a NULL argument), ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM,
  *   ZKR_EZOOKEEPER; with a lock path also what zkr_mutex_acquire returns
@@ -245,7 +247,8 @@ ZKR_EXTERN int zkr_atomic_long_try_initialize(zkr_atomic_long_t *a, int64_t valu
  * sent again), ZKR_ETIMEDOUT, and the codes above. */
 ZKR_EXTERN int zkr_atomic_long_force_set(zkr_atomic_long_t *a, int64_t value);
 
-/* Free (its mutex too).  NULL is a no-op. */
+/* Free (its mutex too).  No other thread may be inside a call on a.  NULL
+ * is a no-op. */
 ZKR_EXTERN void zkr_atomic_long_free(zkr_atomic_long_t *a);
 
 #ifdef __cplusplus
