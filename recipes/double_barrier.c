@@ -301,8 +301,15 @@ static int begin(zkr_double_barrier_t *d, int want_inside, zkr__bwait_t *w)
     if (rc == ZKR_OK)
         d->busy = 1;
     pthread_mutex_unlock(&d->mu);
-    if (rc == ZKR_OK && (rc = zkr__bwait_start(w, d->c)) != ZKR_OK)
-        end(d, want_inside, rc);
+    if (rc == ZKR_OK && (rc = zkr__bwait_start(w, d->c)) != ZKR_OK) {
+        /* a leave refused on the callback thread is still inside; any
+         * other failure (a closed client: our node went with its session)
+         * leaves, without waiting for anyone */
+        int inside = want_inside && rc == ZKR_EDEADLK;
+        if (want_inside && !inside)
+            node_drop(d, 0);
+        end(d, inside, rc);
+    }
     return rc;
 }
 

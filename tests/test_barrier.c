@@ -387,6 +387,30 @@ static void test_close_while_waiting(void)
     zkt_raw_close(zh);
 }
 
+/* The client closes while a member is inside: its leave returns
+ * ZKR_ECLOSED and, as every return of leave but ZKR_EDEADLK, it is no
+ * longer inside (its node went with the session): a second leave is
+ * ZKR_ESTATE, an enter ZKR_ECLOSED. */
+static void test_leave_closed(void)
+{
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    zhandle_t *zh = zkt_raw();
+    char path[128];
+    zkt_path("leaveclosed", path, sizeof path);
+    zkr_double_barrier_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&d, c, path, 1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(d, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(d), 1);
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(d, 1000), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(d), 0);
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(d, 1000), ZKR_ESTATE);
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(d, 1000), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkt_wait_children(zh, path, 1, WAIT_MS), 1); /* "ready" only */
+    zkr_double_barrier_free(d);
+    zkt_raw_close(zh);
+}
+
 typedef struct in_cb {
     zkr_barrier_t *b;
     zkr_double_barrier_t *d;
@@ -601,6 +625,7 @@ static void add_suites(void)
     CU_add_test(s, "bad input, NULL, a closed client: the documented codes", test_bad_input);
     CU_add_test(s, "from the callback thread: waits refused with ZKR_EDEADLK", test_callback_thread);
     CU_add_test(s, "the client closes while they wait: ZKR_ECLOSED", test_close_while_waiting);
+    CU_add_test(s, "the client closed while inside: leave says ZKR_ECLOSED and we are out", test_leave_closed);
     CU_pSuite f = CU_add_suite("barrier faults", NULL, NULL);
     CU_add_test(f, "a stalled link: every call keeps its timeout", test_stalled_link);
     CU_add_test(f, "a member's session expires while entering and while inside", test_expiry);
