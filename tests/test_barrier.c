@@ -413,8 +413,8 @@ static void test_leave_closed(void)
 
 typedef struct in_cb {
     zkr_barrier_t *b;
-    zkr_double_barrier_t *d;
-    atomic_int wait_rc, enter_rc, set_rc, done;
+    zkr_double_barrier_t *d, *in; /* in: inside before the callback */
+    atomic_int wait_rc, enter_rc, set_rc, leave_rc, done;
 } in_cb_t;
 
 static void cb_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx)
@@ -426,6 +426,7 @@ static void cb_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *c
     atomic_store(&k->set_rc, zkr_barrier_set(k->b, 5000)); /* one request: allowed */
     atomic_store(&k->wait_rc, zkr_barrier_wait(k->b, 5000));
     atomic_store(&k->enter_rc, zkr_double_barrier_enter(k->d, 5000));
+    atomic_store(&k->leave_rc, zkr_double_barrier_leave(k->in, 5000));
     atomic_store(&k->done, 1);
 }
 
@@ -443,6 +444,10 @@ static void test_callback_thread(void)
     memset(&k, 0, sizeof k);
     k.b = p.b;
     k.d = p.d;
+    char in_path[192];
+    snprintf(in_path, sizeof in_path, "%s/in", p.path);
+    CU_ASSERT_EQUAL_FATAL(zkr_double_barrier_new(&k.in, c, in_path, 1), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_enter(k.in, WAIT_MS), ZKR_OK);
     zkr_cache_t *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(zkr_cache_new(&cache, c, p.path, NULL), ZKR_OK);
     zkr_cache_set_listener(cache, cb_listener, &k);
@@ -452,6 +457,12 @@ static void test_callback_thread(void)
     CU_ASSERT_EQUAL(atomic_load(&k.wait_rc), ZKR_EDEADLK);
     CU_ASSERT_EQUAL(atomic_load(&k.enter_rc), ZKR_EDEADLK);
     CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(k.d), 0);
+    /* a leave refused there is still inside: leave again elsewhere */
+    CU_ASSERT_EQUAL(atomic_load(&k.leave_rc), ZKR_EDEADLK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(k.in), 1);
+    CU_ASSERT_EQUAL(zkr_double_barrier_leave(k.in, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_double_barrier_is_inside(k.in), 0);
+    zkr_double_barrier_free(k.in);
     zkr_cache_free(cache);
     CU_ASSERT_EQUAL(zkr_barrier_remove(k.b, 5000), ZKR_OK);
     pair_free(&p);
