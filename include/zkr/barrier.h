@@ -91,14 +91,14 @@ ZKR_EXTERN int zkr_barrier_new(zkr_barrier_t **out, zkr_client_t *c, const char 
 /* Set the barrier: create its node (and its parents).  Already set is
  * fine.  Returns ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT (the node may or may
  * not have been made), ZKR_ECONNLOSS (the same), ZKR_ESESSIONLOST,
- * ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER. */
+ * ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_barrier_set(zkr_barrier_t *b, int64_t timeout_ms);
 
 /* Remove the barrier: delete its node; not set is fine (a node with
  * children is refused by the server: ZKR_EZOOKEEPER).  Returns
  * ZKR_OK, ZKR_EINVAL, ZKR_ETIMEDOUT, ZKR_ECONNLOSS (may or may not be
  * deleted), ZKR_ESESSIONLOST, ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM,
- * ZKR_EZOOKEEPER. */
+ * ZKR_ESYSTEM, ZKR_EZOOKEEPER. */
 ZKR_EXTERN int zkr_barrier_remove(zkr_barrier_t *b, int64_t timeout_ms);
 
 /* Wait until the barrier's node does not exist (at once if it is not
@@ -106,7 +106,7 @@ ZKR_EXTERN int zkr_barrier_remove(zkr_barrier_t *b, int64_t timeout_ms);
  * read again once connected).  Returns ZKR_OK (removed), ZKR_EINVAL,
  * ZKR_ETIMEDOUT (still set, or unknown: the link was down),
  * ZKR_EDEADLK (on the callback thread), ZKR_ENOAUTH, ZKR_ECLOSED,
- * ZKR_ENOMEM. */
+ * ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_barrier_wait(zkr_barrier_t *b, int64_t timeout_ms);
 
 /* NULL is a no-op.  Not during a call on it. */
@@ -116,7 +116,7 @@ ZKR_EXTERN void zkr_barrier_free(zkr_barrier_t *b);
  * once `members` (>= 1) have entered.  Every member of one barrier must
  * give the same count.  Nothing is sent.  Returns ZKR_OK, ZKR_EINVAL (out,
  * c NULL, members 0, a path ZooKeeper would refuse; *out NULL),
- * ZKR_ECLOSED, ZKR_ENOMEM. */
+ * ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM. */
 ZKR_EXTERN int zkr_double_barrier_new(zkr_double_barrier_t **out, zkr_client_t *c, const char *path,
                                       size_t members);
 
@@ -126,8 +126,8 @@ ZKR_EXTERN int zkr_double_barrier_new(zkr_double_barrier_t **out, zkr_client_t *
  * ZKR_ETIMEDOUT (not enough members in time: our node is deleted; the
  * others may have counted it just before), ZKR_ESESSIONLOST (our node
  * went with its session), ZKR_EDELETED (someone deleted our node),
- * ZKR_EDEADLK, ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER.
- * On every error we are not inside, and our node is deleted (its delete
+ * ZKR_EDEADLK, ZKR_ENOAUTH, ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM,
+ * ZKR_EZOOKEEPER.  On every error we are not inside, and our node is deleted (its delete
  * sent, not awaited, once the call's time is up). */
 ZKR_EXTERN int zkr_double_barrier_enter(zkr_double_barrier_t *d, int64_t timeout_ms);
 
@@ -138,8 +138,9 @@ ZKR_EXTERN int zkr_double_barrier_enter(zkr_double_barrier_t *d, int64_t timeout
  * left all the same), ZKR_ESESSIONLOST (our node went with our session
  * before we left: the others counted us as left), ZKR_EDELETED,
  * ZKR_EDEADLK (still inside: call again elsewhere), ZKR_ENOAUTH,
- * ZKR_ECLOSED, ZKR_ENOMEM, ZKR_EZOOKEEPER.  After any other return we
- * are no longer inside. */
+ * ZKR_ECLOSED, ZKR_ENOMEM, ZKR_ESYSTEM, ZKR_EZOOKEEPER.  After any
+ * return but ZKR_EDEADLK and ZKR_ESTATE we are no longer inside (a
+ * closed client: our node went with its session). */
 ZKR_EXTERN int zkr_double_barrier_leave(zkr_double_barrier_t *d, int64_t timeout_ms);
 
 /* 1 between an enter that returned ZKR_OK and the next leave; else 0
