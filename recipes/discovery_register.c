@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "recipes/discovery_private.h"
+#include "recipes/pnode_private.h"
 #include "session/core.h"
 #include "util/util.h"
 #include "zkr/pnode.h"
@@ -171,6 +172,7 @@ int zkr_discovery_update(zkr_discovery_t *d, const zkr_instance_t *inst, int64_t
 {
     if (!d || !inst || inst->size < sizeof *inst)
         return ZKR_EINVAL;
+    int64_t deadline = zkr__deadline(timeout_ms);
     pthread_mutex_lock(&d->mu);
     zkr__disc_reg_t *r = inst->name && inst->id ? find_locked(d, inst->name, inst->id) : NULL;
     zkr_instance_t t = *inst;
@@ -184,9 +186,23 @@ int zkr_discovery_update(zkr_discovery_t *d, const zkr_instance_t *inst, int64_t
     int rc = zkr_instance_to_json(&t, &json, &len);
     if (rc == ZKR_OK && !r)
         rc = ZKR_ENOTFOUND;
+    uint64_t gen = 0;
     if (rc == ZKR_OK)
-        rc = zkr_pnode_set_data(r->node, json, len, timeout_ms);
+        rc = zkr__pnode_put_data(r->node, json, len, &gen);
     free(json);
+    /* in slices, as register: an unregister meanwhile is not held up */
+    while (rc == ZKR_OK) {
+        int64_t left = zkr__remaining_ms(deadline);
+        rc = zkr__pnode_wait_written(r->node, gen, zkr__deadline(left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS));
+        pthread_mutex_lock(&d->mu);
+        int gone = r->gone;
+        pthread_mutex_unlock(&d->mu);
+        if (gone)
+            rc = ZKR_ENOTFOUND;
+        if (rc != ZKR_ETIMEDOUT || left <= WAIT_SLICE_MS)
+            break;
+        rc = ZKR_OK; /* (wait on) */
+    }
     if (r)
         leave(d, r);
     return rc;

@@ -256,11 +256,10 @@ static int written_yet(zkr_pnode_t *n, uint64_t gen)
     return n->written_gen >= gen || !n->node ? ZKR_OK : 1;
 }
 
-int zkr_pnode_set_data(zkr_pnode_t *n, const void *data, size_t data_len, int64_t timeout_ms)
+int zkr__pnode_put_data(zkr_pnode_t *n, const void *data, size_t data_len, uint64_t *gen)
 {
     if (!n || !data_ok(data, data_len))
         return ZKR_EINVAL;
-    int64_t deadline = zkr__deadline(timeout_ms);
     char *d = data_dup(data, data_len);
     if (!d)
         return ZKR_ENOMEM;
@@ -268,12 +267,27 @@ int zkr_pnode_set_data(zkr_pnode_t *n, const void *data, size_t data_len, int64_
     free(n->data);
     n->data = d;
     n->data_len = data_len;
-    uint64_t gen = ++n->data_gen;
+    *gen = ++n->data_gen;
     n->kicks++;
     pthread_cond_broadcast(&n->cond);
+    pthread_mutex_unlock(&n->mu);
+    return ZKR_OK;
+}
+
+int zkr__pnode_wait_written(zkr_pnode_t *n, uint64_t gen, int64_t deadline)
+{
+    pthread_mutex_lock(&n->mu);
     int rc = n->started ? wait_until(n, deadline, written_yet, gen) : ZKR_OK;
     pthread_mutex_unlock(&n->mu);
     return rc;
+}
+
+int zkr_pnode_set_data(zkr_pnode_t *n, const void *data, size_t data_len, int64_t timeout_ms)
+{
+    int64_t deadline = zkr__deadline(timeout_ms);
+    uint64_t gen;
+    int rc = zkr__pnode_put_data(n, data, data_len, &gen);
+    return rc == ZKR_OK ? zkr__pnode_wait_written(n, gen, deadline) : rc;
 }
 
 int zkr_pnode_data(zkr_pnode_t *n, char **data, size_t *data_len)

@@ -73,6 +73,14 @@ struct zkr_pnode {
     pthread_t calling;
 };
 
+/* pnode.c: zkr_pnode_set_data in two halves, for a caller that waits in
+ * slices (discovery_register.c).  Put: the new data kept (copied), the
+ * thread kicked; *gen its generation.  ZKR_OK, ZKR_EINVAL, ZKR_ENOMEM.
+ * Wait: until generation gen is on the server (or there is no node), the
+ * client closed, or the deadline: ZKR_OK, ZKR_ECLOSED, ZKR_ETIMEDOUT. */
+int zkr__pnode_put_data(zkr_pnode_t *n, const void *data, size_t data_len, uint64_t *gen);
+int zkr__pnode_wait_written(zkr_pnode_t *n, uint64_t gen, int64_t deadline);
+
 /* pnode_work.c */
 
 /* The pnode's thread. */

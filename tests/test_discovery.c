@@ -922,6 +922,63 @@ static void test_stalled_link(void)
     zkt_proxy_stop(px);
 }
 
+/* An update waiting (no timeout) on a stalled link, and an unregister from
+ * another thread: the unregister keeps its bound (ZKR_RELEASE_WAIT_MS, the
+ * delete finished in the background) and the update ends, not found. */
+typedef struct upd_arg {
+    zkr_discovery_t *d;
+    zkr_instance_t *inst;
+    atomic_int rc;
+    atomic_int done;
+} upd_arg_t;
+
+static void *update_forever(void *arg)
+{
+    upd_arg_t *u = arg;
+    atomic_store(&u->rc, zkr_discovery_update(u->d, u->inst, -1));
+    atomic_store(&u->done, 1);
+    return NULL;
+}
+
+static int upd_done(void *arg)
+{
+    return atomic_load(&((upd_arg_t *)arg)->done);
+}
+
+static void test_unregister_during_update(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-upd", base, sizeof base);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_FATAL(px != NULL);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), 20000);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
+    zkr_instance_t a;
+    mk(&a, "web", "a", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    a.port = 12;
+    upd_arg_t u = {d, &a, -1, 0};
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, update_forever, &u), 0);
+    zkt_sleep_ms(300); /* (the update waits for its write) */
+    int64_t t = zkt_now_ms();
+    int rc = zkr_discovery_unregister(d, "web", "a");
+    int64_t ms = zkt_now_ms() - t;
+    printf("\n    unregister during a stalled update: %s in %lld ms", zkr_err_name(rc), (long long)ms);
+    CU_ASSERT_EQUAL(rc, ZKR_OK);
+    CU_ASSERT(ms < ZKR_RELEASE_WAIT_MS + 1500);
+    CU_ASSERT(zkt_wait_for(upd_done, &u, WAIT_MS)); /* (else it ends once the link moves) */
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(atomic_load(&u.rc), ZKR_ENOTFOUND);
+    zkr_discovery_free(d);
+    zkr_client_close(c);
+    zkt_proxy_stop(px);
+}
+
 static void test_register_bad_input(void)
 {
     conn();
@@ -1042,6 +1099,9 @@ static void add_suites(void)
                 test_calls_from_listener);
     CU_add_test(s, "a stalled link: every call keeps its timeout; once it moves, the registration is made",
                 test_stalled_link);
+    CU_add_test(s, "an unregister while another thread's update waits on a stalled link: bounded; the update "
+                   "ends, not found",
+                test_unregister_during_update);
     CU_add_test(s, "register, update, unregister: bad input and NULL", test_register_bad_input);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
 }

@@ -159,8 +159,9 @@ ZKR_EXTERN int zkr_discovery_register(zkr_discovery_t *d, const zkr_instance_t *
 /* Write inst again (the registration of its name and id; its service type
  * is the one registered): kept for later re-creations.  Returns ZKR_OK,
  * ZKR_EINVAL (as zkr_discovery_register), ZKR_ENOTFOUND (not registered by
- * this discovery), ZKR_ETIMEDOUT (not confirmed in time: written once the
- * link allows), ZKR_ECLOSED, ZKR_ENOMEM. */
+ * this discovery, or unregistered by another thread meanwhile),
+ * ZKR_ETIMEDOUT (not confirmed in time: written once the link allows),
+ * ZKR_ECLOSED, ZKR_ENOMEM. */
 ZKR_EXTERN int zkr_discovery_update(zkr_discovery_t *d, const zkr_instance_t *inst, int64_t timeout_ms);
 
 /* Unregister: delete the node this registration made (never another's),
