@@ -250,10 +250,15 @@ int zkr_pnode_is_created(zkr_pnode_t *n)
 }
 
 /* 1: not yet; ZKR_OK: generation `gen` is on the server, or there is no
- * node (it will be made with it). */
+ * node (it will be made with it); ZKR_ECLOSED: there is none and the
+ * client is closed (it never will be). */
 static int written_yet(zkr_pnode_t *n, uint64_t gen)
 {
-    return n->written_gen >= gen || !n->node ? ZKR_OK : 1;
+    if (n->written_gen >= gen)
+        return ZKR_OK;
+    if (n->node)
+        return 1;
+    return zkr_client_state(n->c) == ZKR_STATE_CLOSED ? ZKR_ECLOSED : ZKR_OK;
 }
 
 int zkr__pnode_put_data(zkr_pnode_t *n, const void *data, size_t data_len, uint64_t *gen)

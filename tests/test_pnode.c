@@ -434,6 +434,33 @@ static void test_foreign_ephemeral(void)
     rec_free(r);
 }
 
+/* The client closed while the pnode waits for another session's node:
+ * set_data cannot be written ever, and says so (ZKR_ECLOSED, not "made
+ * with it later"); wait_created too. */
+static void test_closed_while_waiting(void)
+{
+    char path[128];
+    zhandle_t *zh = zkt_raw();
+    base("pnode-closed-waiting", path, sizeof path, zh);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "theirs", 6, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    rec_t *r = rec_new();
+    zkr_pnode_t *n = new_pnode(c, path, "ours", ZKR_PNODE_EPHEMERAL, r);
+    CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+    CU_ASSERT_TRUE(wait_events(r, ZKR_PNODE_WAITING, 1));
+    zkr_client_close(c);
+    CU_ASSERT_EQUAL(zkr_pnode_set_data(n, "new", 3, 1000), ZKR_ECLOSED);
+    CU_ASSERT_EQUAL(zkr_pnode_wait_created(n, 1000), ZKR_ECLOSED);
+    char *d = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(zkr_pnode_data(n, &d, &len), ZKR_OK); /* (kept all the same) */
+    CU_ASSERT(d && len == 3 && memcmp(d, "new", 3) == 0);
+    zkr_free(d);
+    zkr_pnode_free(n);
+    zkt_raw_close(zh);
+    rec_free(r);
+}
+
 /* free while waiting: the other session's node stays */
 static void test_free_while_waiting(void)
 {
@@ -861,6 +888,8 @@ static void add_suites(void)
     CU_add_test(s, "a lost session: DELETED then CREATED on the new one, with the data last set", test_expiry);
     CU_add_test(s, "another session's ephemeral node: untouched while WAITING, ours made as it goes",
                 test_foreign_ephemeral);
+    CU_add_test(s, "the client closed while WAITING: set_data and wait_created say ZKR_ECLOSED",
+                test_closed_while_waiting);
     CU_add_test(s, "free while waiting, and free after another session took the path: their node stays",
                 test_free_while_waiting);
     CU_add_test(s, "our own session's ephemeral node and a persistent node: adopted, data written; a persistent "
