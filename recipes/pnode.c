@@ -348,12 +348,13 @@ void zkr_pnode_free(zkr_pnode_t *n)
     pthread_mutex_unlock(&n->mu);
     if (n->listening)
         zkr_client_remove_listener(n->c, on_state, n);
-    /* (a delivery in progress ends before this returns) */
+    /* (a delivery in progress ends before this returns; the thread may
+     * still name the subscription in a request: its watch is ignored) */
     zkr__sub_remove(n->c, n->sub);
-    n->sub = NULL;
     if (started) {
         pthread_join(n->thread, NULL); /* within one request's wait */
         zkr__pnode_delete_own(n, deadline);
     }
+    n->sub = NULL; /* (removed above; the thread is gone) */
     pnode_destroy(n);
 }

@@ -461,6 +461,34 @@ static void test_closed_while_waiting(void)
     rec_free(r);
 }
 
+/* free at once after start, many times, while another session's node is
+ * at the path: the pnode's thread is between its create and its exists
+ * when free runs.  (Under ThreadSanitizer: free wrote the subscription
+ * the thread reads for its watch, a data race.)  Their node stays. */
+static void test_free_right_after_start(void)
+{
+    char path[128];
+    zhandle_t *zh = zkt_raw();
+    base("pnode-quick-free", path, sizeof path, zh);
+    CU_ASSERT_EQUAL_FATAL(zoo_create(zh, path, "theirs", 6, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0), ZOK);
+    struct Stat st0, st;
+    CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, &st0), ZOK);
+    zkr_client_t *c = zkt_client(SESSION_MS);
+    unsigned seed = 7;
+    for (int i = 0; i < 150; i++) {
+        zkr_pnode_t *n = NULL;
+        CU_ASSERT_EQUAL_FATAL(zkr_pnode_new(&n, c, path, "ours", 4, NULL), ZKR_OK);
+        CU_ASSERT_EQUAL(zkr_pnode_start(n), ZKR_OK);
+        zkt_jitter(&seed, 3000);
+        zkr_pnode_free(n);
+    }
+    CU_ASSERT_EQUAL(zoo_exists(zh, path, 0, &st), ZOK);
+    CU_ASSERT_EQUAL(st.czxid, st0.czxid);
+    CU_ASSERT_EQUAL(st.mzxid, st0.mzxid);
+    zkr_client_close(c);
+    zkt_raw_close(zh);
+}
+
 /* free while waiting: the other session's node stays */
 static void test_free_while_waiting(void)
 {
@@ -888,6 +916,8 @@ static void add_suites(void)
     CU_add_test(s, "a lost session: DELETED then CREATED on the new one, with the data last set", test_expiry);
     CU_add_test(s, "another session's ephemeral node: untouched while WAITING, ours made as it goes",
                 test_foreign_ephemeral);
+    CU_add_test(s, "free at once after start, many times, while another session's node is there: it stays",
+                test_free_right_after_start);
     CU_add_test(s, "the client closed while WAITING: set_data and wait_created say ZKR_ECLOSED",
                 test_closed_while_waiting);
     CU_add_test(s, "free while waiting, and free after another session took the path: their node stays",
