@@ -979,6 +979,74 @@ static void test_unregister_during_update(void)
     zkt_proxy_stop(px);
 }
 
+/* The client closed while queries wait (no timeout) on a stalled link:
+ * they return ZKR_ECLOSED at once and close keeps its bound (client.h:
+ * 1 s for the answers in flight, 1.5 s for the server), instead of both
+ * waiting for the C client to give up on the link (2/3 of the session). */
+typedef struct query_arg {
+    zkr_discovery_t *d;
+    int which;
+    atomic_int rc;
+    atomic_llong at;
+} query_arg_t;
+
+static void *query_forever(void *arg)
+{
+    query_arg_t *q = arg;
+    char **names = NULL;
+    zkr_instance_t **v = NULL, *one = NULL;
+    size_t n = 0;
+    int rc = q->which == 0   ? zkr_discovery_names(q->d, &names, &n, -1)
+             : q->which == 1 ? zkr_discovery_instances(q->d, "web", &v, &n, -1)
+                             : zkr_discovery_instance(q->d, "web", "a", &one, -1);
+    zkr_strings_free(names, n);
+    if (v)
+        zkr_instances_free(v, n);
+    zkr_instance_free(one);
+    atomic_store(&q->at, (long long)zkt_now_ms());
+    atomic_store(&q->rc, rc);
+    return NULL;
+}
+
+static void test_close_during_queries(void)
+{
+    conn();
+    char base[256];
+    zkt_path("disc-close", base, sizeof base);
+    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_FATAL(px != NULL);
+    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), 20000);
+    zkr_discovery_t *d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
+    zkr_instance_t a;
+    mk(&a, "web", "a", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    query_arg_t q[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        q[i].d = d;
+        q[i].which = i;
+        atomic_init(&q[i].rc, 1);
+        atomic_init(&q[i].at, 0);
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, query_forever, &q[i]), 0);
+    }
+    zkt_sleep_ms(500); /* (they wait for their answers) */
+    int64_t t = zkt_now_ms();
+    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    int64_t ms = zkt_now_ms() - t;
+    printf("\n    close during stalled queries: %lld ms", (long long)ms);
+    CU_ASSERT(ms < 1000 + 1500 + 1500);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        printf("\n    query %d: %s after %lld ms", i, zkr_err_name(atomic_load(&q[i].rc)),
+               (long long)(atomic_load(&q[i].at) - t));
+        CU_ASSERT_EQUAL(atomic_load(&q[i].rc), ZKR_ECLOSED);
+    }
+    zkr_discovery_free(d);
+    zkt_proxy_stop(px);
+}
+
 static void test_register_bad_input(void)
 {
     conn();
@@ -1102,6 +1170,8 @@ static void add_suites(void)
     CU_add_test(s, "an unregister while another thread's update waits on a stalled link: bounded; the update "
                    "ends, not found",
                 test_unregister_during_update);
+    CU_add_test(s, "the client closed while queries wait on a stalled link: ZKR_ECLOSED, close bounded",
+                test_close_during_queries);
     CU_add_test(s, "register, update, unregister: bad input and NULL", test_register_bad_input);
     CU_add_test(s, "bad input and NULL: the documented codes", test_bad_input);
 }
