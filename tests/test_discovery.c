@@ -922,6 +922,29 @@ static void test_stalled_link(void)
     zkt_proxy_stop(px);
 }
 
+/* A discovery on a client through a proxy, web/a registered, then the
+ * link stalled. */
+typedef struct stalled {
+    zkt_proxy_t *px;
+    zkr_client_t *c;
+    zkr_discovery_t *d;
+} stalled_t;
+
+static void stalled_start(stalled_t *st, const char *name, zkr_instance_t *a)
+{
+    conn();
+    char base[256];
+    zkt_path(name, base, sizeof base);
+    st->px = zkt_proxy_start(zkt_server_port());
+    CU_ASSERT_FATAL(st->px != NULL);
+    st->c = zkt_client_at(zkt_proxy_hosts(st->px), 20000);
+    st->d = NULL;
+    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&st->d, st->c, base), ZKR_OK);
+    mk(a, "web", "a", 1);
+    CU_ASSERT_EQUAL(zkr_discovery_register(st->d, a, WAIT_MS), ZKR_OK);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(st->px, 1), 0);
+}
+
 /* An update waiting (no timeout) on a stalled link, and an unregister from
  * another thread: the unregister keeps its bound (ZKR_RELEASE_WAIT_MS, the
  * delete finished in the background) and the update ends, not found. */
@@ -947,18 +970,10 @@ static int upd_done(void *arg)
 
 static void test_unregister_during_update(void)
 {
-    conn();
-    char base[256];
-    zkt_path("disc-upd", base, sizeof base);
-    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
-    CU_ASSERT_FATAL(px != NULL);
-    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), 20000);
-    zkr_discovery_t *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
     zkr_instance_t a;
-    mk(&a, "web", "a", 1);
-    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    stalled_t st;
+    stalled_start(&st, "disc-upd", &a);
+    zkr_discovery_t *d = st.d;
     a.port = 12;
     upd_arg_t u = {d, &a, -1, 0};
     pthread_t th;
@@ -971,12 +986,12 @@ static void test_unregister_during_update(void)
     CU_ASSERT_EQUAL(rc, ZKR_OK);
     CU_ASSERT(ms < ZKR_RELEASE_WAIT_MS + 1500);
     CU_ASSERT(zkt_wait_for(upd_done, &u, WAIT_MS)); /* (else it ends once the link moves) */
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 0), 0);
+    CU_ASSERT_EQUAL(zkt_proxy_stall(st.px, 0), 0);
     pthread_join(th, NULL);
     CU_ASSERT_EQUAL(atomic_load(&u.rc), ZKR_ENOTFOUND);
     zkr_discovery_free(d);
-    zkr_client_close(c);
-    zkt_proxy_stop(px);
+    zkr_client_close(st.c);
+    zkt_proxy_stop(st.px);
 }
 
 /* The client closed while queries wait (no timeout) on a stalled link:
@@ -1010,18 +1025,10 @@ static void *query_forever(void *arg)
 
 static void test_close_during_queries(void)
 {
-    conn();
-    char base[256];
-    zkt_path("disc-close", base, sizeof base);
-    zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
-    CU_ASSERT_FATAL(px != NULL);
-    zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), 20000);
-    zkr_discovery_t *d = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_discovery_new(&d, c, base), ZKR_OK);
     zkr_instance_t a;
-    mk(&a, "web", "a", 1);
-    CU_ASSERT_EQUAL(zkr_discovery_register(d, &a, WAIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
+    stalled_t st;
+    stalled_start(&st, "disc-close", &a);
+    zkr_discovery_t *d = st.d;
     query_arg_t q[3];
     pthread_t th[3];
     for (int i = 0; i < 3; i++) {
@@ -1033,7 +1040,7 @@ static void test_close_during_queries(void)
     }
     zkt_sleep_ms(500); /* (they wait for their answers) */
     int64_t t = zkt_now_ms();
-    CU_ASSERT_EQUAL(zkr_client_close(c), ZKR_OK);
+    CU_ASSERT_EQUAL(zkr_client_close(st.c), ZKR_OK);
     int64_t ms = zkt_now_ms() - t;
     printf("\n    close during stalled queries: %lld ms", (long long)ms);
     CU_ASSERT(ms < 1000 + 1500 + 1500);
@@ -1044,7 +1051,7 @@ static void test_close_during_queries(void)
         CU_ASSERT_EQUAL(atomic_load(&q[i].rc), ZKR_ECLOSED);
     }
     zkr_discovery_free(d);
-    zkt_proxy_stop(px);
+    zkt_proxy_stop(st.px);
 }
 
 static void test_register_bad_input(void)
