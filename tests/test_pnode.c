@@ -425,6 +425,7 @@ static void test_foreign_ephemeral(void)
     CU_ASSERT_EQUAL(server_get(zh, path, buf, sizeof buf, &st), ZOK);
     CU_ASSERT_STRING_EQUAL(buf, "ours2");
     CU_ASSERT_EQUAL(st.ephemeralOwner, session_of(c));
+    CU_ASSERT_TRUE(wait_events(r, ZKR_PNODE_CREATED, 1)); /* (told on the callback thread, maybe later) */
     char seq[16];
     sequence(r, seq, sizeof seq);
     CU_ASSERT_STRING_EQUAL(seq, "WC");
