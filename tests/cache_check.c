@@ -315,6 +315,8 @@ void cc_log_free(cc_log_t *log)
     memset(log, 0, sizeof *log);
 }
 
+void (*cc_before_record)(const zkr_cache_event_t *ev);
+
 void cc_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx)
 {
     cc_log_t *log = ctx;
@@ -343,10 +345,6 @@ void cc_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx)
         e.mzxid = n->stat.mzxid;
         e.version = n->stat.version;
     }
-    if (ev->type == ZKR_CACHE_INITIALIZED)
-        atomic_fetch_add(&log->inits, 1);
-    if (ev->type == ZKR_CACHE_STATE && (int)ev->state >= 0 && (int)ev->state < 8)
-        atomic_fetch_add(&log->states[ev->state], 1);
     if (ev->type == ZKR_CACHE_STATE && log->client &&
         (ev->state == ZKR_STATE_SUSPENDED || ev->state == ZKR_STATE_LOST)) {
         zkr_state_t s1 = zkr_client_state(log->client);
@@ -359,6 +357,9 @@ void cc_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx)
         }
     }
     e.fresh = zkr_cache_is_fresh(cache);
+    void (*hook)(const zkr_cache_event_t *) = cc_before_record;
+    if (hook)
+        hook(ev);
     pthread_mutex_lock(&log->mu);
     if (log->n == log->cap) {
         size_t cap = log->cap ? log->cap * 2 : 1024;
@@ -370,6 +371,12 @@ void cc_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx)
     }
     log->v[log->n++] = e;
     pthread_mutex_unlock(&log->mu);
+    /* counted only once recorded: whoever waits for a count (cc_cache_open
+     * for INITIALIZED) then finds the event in the log */
+    if (ev->type == ZKR_CACHE_INITIALIZED)
+        atomic_fetch_add(&log->inits, 1);
+    if (ev->type == ZKR_CACHE_STATE && (int)ev->state >= 0 && (int)ev->state < 8)
+        atomic_fetch_add(&log->states[ev->state], 1);
 }
 
 size_t cc_log_index(cc_log_t *log, zkr_cache_event_type_t type, int nth)

@@ -92,8 +92,8 @@ typedef struct cc_log {
     cc_event_t *v;
     size_t n, cap;
     zkr_client_t *client; /* for the state checks (may be NULL) */
-    atomic_int inits;     /* INITIALIZED told */
-    atomic_int states[8]; /* STATE told, by state */
+    atomic_int inits;     /* INITIALIZED told (counted once in v) */
+    atomic_int states[8]; /* STATE told, by state (counted once in v) */
     atomic_int bad_node;  /* a node event without a node, a state event with one */
     /* SUSPENDED/LOST told while the client still said so before and after
      * zkr_cache_is_fresh: how often, and how often is_fresh said 1 then */
@@ -105,6 +105,10 @@ typedef struct cc_log {
 
 void cc_log_init(cc_log_t *log, zkr_client_t *client);
 void cc_log_free(cc_log_t *log);
+/* A test's hook: called by cc_listener (on the callback thread) just
+ * before it records an event in the log (NULL: none).  Set it before the
+ * cache starts, clear it after the cache is closed. */
+extern void (*cc_before_record)(const zkr_cache_event_t *ev);
 /* The listener: ctx is the cc_log_t. */
 void cc_listener(zkr_cache_t *cache, const zkr_cache_event_t *ev, void *ctx);
 size_t cc_log_count(cc_log_t *log);

@@ -234,6 +234,46 @@ static int teardown(void)
     return suite_clean();
 }
 
+/* ---- the test's own tools ---------------------------------------------------------------------- */
+
+static atomic_int hold_release;
+
+/* Holds the listener just before it records INITIALIZED, until released
+ * (at most 3 s). */
+static void hold_initialized(const zkr_cache_event_t *ev)
+{
+    if (ev->type != ZKR_CACHE_INITIALIZED)
+        return;
+    for (int i = 0; i < 300 && !atomic_load(&hold_release); i++)
+        zkt_sleep_ms(10);
+}
+
+/* cc_cache_open returns once the listener was told INITIALIZED: the event
+ * must be in the log by then (check_initial_load looks for it at once),
+ * however late the callback thread records it. */
+static void test_open_logs_initialized(void)
+{
+    char p[128], a[160];
+    zkt_path("open-logged", p, sizeof p);
+    snprintf(a, sizeof a, "%s/a", p);
+    cc_make_parents(raw, a);
+    CU_ASSERT_EQUAL(zoo_create(raw, a, "A", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
+    atomic_store(&hold_release, 0);
+    cc_before_record = hold_initialized;
+    cc_cache_t t;
+    int rc = cc_cache_open(&t, client, p, ZKR_CACHE_TREE, -1, 1, "TREE", INIT_MS);
+    size_t at = rc == ZKR_OK ? cc_log_index(&t.log, ZKR_CACHE_INITIALIZED, 0) : (size_t)-1;
+    int inits = rc == ZKR_OK ? atomic_load(&t.log.inits) : -1;
+    atomic_store(&hold_release, 1);
+    if (rc == ZKR_OK && at == (size_t)-1)
+        printf("\n    cc_cache_open returned (INITIALIZED counted %d), the log has no INITIALIZED", inits);
+    CU_ASSERT_EQUAL(rc, ZKR_OK);
+    CU_ASSERT_NOT_EQUAL(at, (size_t)-1);
+    if (rc == ZKR_OK)
+        cc_cache_close(&t);
+    cc_before_record = NULL;
+}
+
 /* ---- Curator writes, C caches ---------------------------------------------------------------- */
 
 /* The path does not exist when the caches start; Curator writes 300
@@ -576,6 +616,7 @@ static void test_treecache_c_writer(void)
 static void add_suites(void)
 {
     CU_pSuite s = CU_add_suite("cache interop", setup, teardown);
+    CU_add_test(s, "cc_cache_open: INITIALIZED is in the listener's log when it returns", test_open_logs_initialized);
     CU_add_test(s, "TREE (and max_depth 2): Curator writes 500 random operations; copy = server, events valid",
                 test_tree_curator_writer);
     CU_add_test(s, "TREE without data: Curator writes; paths and czxid = server, never CHANGED",
