@@ -846,6 +846,15 @@ void cc_writer_stop(cc_writer_t *w)
 
 /* ---- a cache under test ------------------------------------------------------------------------ */
 
+/* The caches open (cc_cache_open and cc_close run on the test's thread). */
+static cc_cache_t *open_caches;
+
+void cc_cache_close_all(void)
+{
+    while (open_caches)
+        cc_cache_close(open_caches);
+}
+
 int cc_cache_open(cc_cache_t *t, zkr_client_t *c, const char *root, zkr_cache_shape_t shape, int max_depth,
                   int data, const char *name, int64_t init_ms)
 {
@@ -863,8 +872,12 @@ int cc_cache_open(cc_cache_t *t, zkr_client_t *c, const char *root, zkr_cache_sh
     o.max_depth = max_depth;
     o.data = data;
     int rc = zkr_cache_new(&t->cache, c, root, &o);
-    if (rc != ZKR_OK)
+    if (rc != ZKR_OK) {
+        cc_log_free(&t->log);
         return rc;
+    }
+    t->next = open_caches;
+    open_caches = t;
     rc = zkr_cache_set_listener(t->cache, cc_listener, &t->log);
     if (rc == ZKR_OK)
         rc = zkr_cache_start(t->cache);
@@ -875,11 +888,20 @@ int cc_cache_open(cc_cache_t *t, zkr_client_t *c, const char *root, zkr_cache_sh
     int64_t end = now_ms() + 5000;
     while (rc == ZKR_OK && atomic_load(&t->log.inits) == 0 && now_ms() < end)
         sleep_ms(5);
+    if (rc == ZKR_OK && atomic_load(&t->log.inits) == 0)
+        rc = ZKR_ETIMEDOUT;
+    if (rc != ZKR_OK)
+        cc_cache_close(t);
     return rc;
 }
 
 void cc_cache_close(cc_cache_t *t)
 {
+    for (cc_cache_t **p = &open_caches; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
     zkr_cache_free(t->cache);
     t->cache = NULL;
     cc_log_free(&t->log);

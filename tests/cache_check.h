@@ -136,13 +136,29 @@ typedef struct cc_cache {
     cc_scope_t scope;
     char root[512];
     char name[64];
+    struct cc_cache *next; /* (the list of open caches) */
 } cc_cache_t;
 
 /* A cache of root on c with the recording listener, started, initialized
- * (and INITIALIZED told to the listener): ZKR_OK or the first error. */
+ * and INITIALIZED told to the listener (and in its log): ZKR_OK, or the
+ * first error (ZKR_ETIMEDOUT: INITIALIZED not told within 5 s), the cache
+ * then closed.  An open cache is on a list until cc_cache_close. */
 int cc_cache_open(cc_cache_t *t, zkr_client_t *c, const char *root, zkr_cache_shape_t shape, int max_depth,
                   int data, const char *name, int64_t init_ms);
 void cc_cache_close(cc_cache_t *t);
+/* Close every cache still open (before a test gives up: their listeners
+ * write to logs in the test's stack frame). */
+void cc_cache_close_all(void);
+/* A fatal assert that first closes every open cache: a failing test
+ * stops cleanly instead of leaving a listener writing to a dead frame
+ * (for the test files, which include CUnit). */
+#define CC_ASSERT_FATAL(cond)                                                                  \
+    do {                                                                                       \
+        int cc_ok_ = !!(cond);                                                                 \
+        if (!cc_ok_)                                                                           \
+            cc_cache_close_all();                                                              \
+        CU_assertImplementation(cc_ok_, __LINE__, #cond, __FILE__, "", CU_TRUE);               \
+    } while (0)
 
 typedef struct cc_result {
     int64_t ms;      /* how long until equal; -1: not within the bound */

@@ -61,10 +61,10 @@ static void rig_up(rig_t *r, const char *name, int on_ensemble, unsigned seed)
         cc_random_op(r->raw, r->path, 3, &seed, &st);
     if (!on_ensemble) {
         r->px = zkt_proxy_start(zkt_server_port());
-        CU_ASSERT_PTR_NOT_NULL_FATAL(r->px);
+        CC_ASSERT_FATAL(r->px != NULL);
     }
     r->c = zkt_client_at(r->px ? zkt_proxy_hosts(r->px) : r->hosts, SESSION_MS);
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&r->t, r->c, r->path, ZKR_CACHE_TREE, -1, 1, "TREE", 20000), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&r->t, r->c, r->path, ZKR_CACHE_TREE, -1, 1, "TREE", 20000) == ZKR_OK);
     CU_ASSERT_EQUAL(atomic_load(&r->t.log.inits), 1);
     CU_ASSERT_EQUAL(zkr_cache_is_fresh(r->t.cache), 1);
     r->w.zh = r->raw;
@@ -74,7 +74,7 @@ static void rig_up(rig_t *r, const char *name, int on_ensemble, unsigned seed)
     r->w.pause_ms = 12;
     r->w.max_ops = 20000;
     r->w.max_ms = 200000;
-    CU_ASSERT_EQUAL_FATAL(cc_writer_start(&r->w), 0);
+    CC_ASSERT_FATAL(cc_writer_start(&r->w) == 0);
 }
 
 static void rig_down(rig_t *r)
@@ -195,9 +195,9 @@ static void after_fault(rig_t *r, const char *what, int64_t t_back, size_t from,
     int64_t left = t_back + WRITE_ON_MS - zkt_now_ms();
     if (left > 0)
         zkt_sleep_ms((int)left);
-    CU_ASSERT_TRUE_FATAL(cc_writer_pause(&r->w, 20000));
+    CC_ASSERT_FATAL(cc_writer_pause(&r->w, 20000));
     cc_tree_t srv = {0};
-    CU_ASSERT_EQUAL_FATAL(read_server(r, &srv), 0);
+    CC_ASSERT_FATAL(read_server(r, &srv) == 0);
     int64_t t_read = zkt_now_ms();
     /* what broke the rules before this fault was told then */
     int before = cc_log_check(&r->t.log, &r->t.scope, NULL, NULL, "", from);
@@ -306,7 +306,7 @@ static void fault_restart(rig_t *r)
     int64_t s = session_of(r);
     restart_arg_t a = {0, -1};
     pthread_t t;
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, restart_main, &a), 0);
+    CC_ASSERT_FATAL(pthread_create(&t, NULL, restart_main, &a) == 0);
     int told = wait_state(r, from, ZKR_STATE_SUSPENDED, DOWN_MS);
     int samples = 0, fresh = 0;
     if (told)
@@ -402,10 +402,10 @@ static void test_subtree_recreated_while_down(void)
     CU_ASSERT_EQUAL(zoo_create(zh, a, "A", 1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0), ZOK);
     subtree_again(zh, p);
     zkt_proxy_t *px = zkt_proxy_start(zkt_server_port());
-    CU_ASSERT_PTR_NOT_NULL_FATAL(px);
+    CC_ASSERT_FATAL(px != NULL);
     zkr_client_t *c = zkt_client_at(zkt_proxy_hosts(px), SESSION_MS);
     cc_cache_t t;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&t, c, p, ZKR_CACHE_TREE, -1, 1, "TREE", 20000), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&t, c, p, ZKR_CACHE_TREE, -1, 1, "TREE", 20000) == ZKR_OK);
     cc_scope_t scope = t.scope;
     for (int round = 0; round < 4; round++) {
         int expire = round >= 2;
@@ -416,7 +416,7 @@ static void test_subtree_recreated_while_down(void)
             /* the session closed from outside while no byte moves */
             int64_t id;
             char pw[16];
-            CU_ASSERT_EQUAL_FATAL(zkr_client_session(c, &id, pw), ZKR_OK);
+            CC_ASSERT_FATAL(zkr_client_session(c, &id, pw) == ZKR_OK);
             CU_ASSERT_EQUAL(zkt_proxy_stall(px, 1), 0);
             CU_ASSERT_EQUAL(zkt_expire_session(id, pw), 0);
         } else {

@@ -53,7 +53,7 @@ static void server_tree(zhandle_t *zh, const cc_scope_t *s, cc_tree_t *out)
     int rc = cc_server_tree(zh, s, out, why, sizeof why);
     if (rc != 0)
         printf("\n    reading the server: %s", why);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CC_ASSERT_FATAL(rc == 0);
 }
 
 /* Wait until t's copy and its events equal the server's tree; assert the
@@ -162,7 +162,7 @@ static void check_reads(cc_cache_t *t, zhandle_t *zh)
 static void check_initial_load(cc_cache_t *t, const cc_tree_t *before)
 {
     size_t at = cc_log_index(&t->log, ZKR_CACHE_INITIALIZED, 0);
-    CU_ASSERT_NOT_EQUAL_FATAL(at, (size_t)-1);
+    CC_ASSERT_FATAL(at != (size_t)-1);
     cc_tree_t model = {0};
     int bad = cc_log_check(&t->log, &t->scope, &model, stdout, t->name, at);
     CU_ASSERT_EQUAL(bad, 0);
@@ -205,7 +205,7 @@ static void java_write(int64_t *old, int64_t *cz, int64_t *mz, int *ver, const c
         ok = sscanf(r, "OK %lld %lld %d", &b, &c, &v) == 3;
     if (!ok)
         printf("\n    java: '%s'", r);
-    CU_ASSERT_TRUE_FATAL(ok);
+    CC_ASSERT_FATAL(ok);
     if (old)
         *old = a;
     *cz = b;
@@ -285,9 +285,9 @@ static void test_tree_curator_writer(void)
     zkt_path("tree-java", p, sizeof p);
     cc_make_parents(raw, p);
     cc_cache_t full, shallow;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&full, client, p, ZKR_CACHE_TREE, -1, 1, "TREE", INIT_MS), ZKR_OK);
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&shallow, client, p, ZKR_CACHE_TREE, 2, 1, "TREE max_depth 2", INIT_MS),
-                          ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&full, client, p, ZKR_CACHE_TREE, -1, 1, "TREE", INIT_MS) == ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&shallow, client, p, ZKR_CACHE_TREE, 2, 1, "TREE max_depth 2", INIT_MS) ==
+                    ZKR_OK);
     /* nothing there yet */
     CU_ASSERT_EQUAL(zkr_cache_size(full.cache), 0);
     zkr_cache_node_t *n = (zkr_cache_node_t *)1;
@@ -321,7 +321,7 @@ static void test_tree_without_data_curator_writer(void)
     zkt_path("tree-nodata-java", p, sizeof p);
     cc_make_parents(raw, p);
     cc_cache_t t;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_TREE, -1, 0, "TREE without data", INIT_MS), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_TREE, -1, 0, "TREE without data", INIT_MS) == ZKR_OK);
     java_done("Curator, 300 random writes", "random %s 4242 300 3 2000", p);
     converge(&t, raw, 0);
     CU_ASSERT_EQUAL(cc_log_has(&t.log, 0, ZKR_CACHE_CHANGED, 0), 0);
@@ -371,7 +371,7 @@ static void test_node_curator_writer(void)
     snprintf(child, sizeof child, "%s/child", p);
     cc_make_parents(raw, p);
     cc_cache_t t;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_NODE, -1, 1, "NODE", INIT_MS), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_NODE, -1, 1, "NODE", INIT_MS) == ZKR_OK);
     CU_ASSERT_EQUAL(zkr_cache_size(t.cache), 0);
     int64_t old, cz, mz;
     int ver;
@@ -387,7 +387,7 @@ static void test_node_curator_writer(void)
     WANT("CHANGED", cz, mz);
     expect_node_events(&t, want);
     zkr_cache_node_t *n = NULL;
-    CU_ASSERT_EQUAL_FATAL(zkr_cache_get(t.cache, p, &n), ZKR_OK);
+    CC_ASSERT_FATAL(zkr_cache_get(t.cache, p, &n) == ZKR_OK);
     CU_ASSERT_TRUE(n->data_len == 5 && memcmp(n->data, "world", 5) == 0);
     zkr_cache_node_free(n);
     /* a child: not cached, not told */
@@ -425,7 +425,7 @@ static void test_node_curator_writer(void)
                ver);
         expect_node_events(&t, want);
         n = NULL;
-        CU_ASSERT_EQUAL_FATAL(zkr_cache_get(t.cache, p, &n), ZKR_OK);
+        CC_ASSERT_FATAL(zkr_cache_get(t.cache, p, &n) == ZKR_OK);
         CU_ASSERT_EQUAL(n->stat.czxid, cz);
         CU_ASSERT_TRUE(n->data_len == 5 && memcmp(n->data, "hello", 5) == 0);
         zkr_cache_node_free(n);
@@ -482,7 +482,7 @@ static void test_children_curator_writer(void)
     server_tree(raw, &scope, &before);
     CU_ASSERT_EQUAL(before.n, 4);
     cc_cache_t t;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_CHILDREN, -1, 1, "CHILDREN", INIT_MS), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_CHILDREN, -1, 1, "CHILDREN", INIT_MS) == ZKR_OK);
     check_initial_load(&t, &before);
     cc_tree_clear(&before);
     java_done("Curator, 300 random writes (children and below)", "random %s 31337 300 2 2000", p);
@@ -558,9 +558,9 @@ static void test_treecache_c_writer(void)
     cc_tree_t before = {0};
     server_tree(raw, &scope, &before);
     cc_cache_t t;
-    CU_ASSERT_EQUAL_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_TREE, -1, 1, "TREE", INIT_MS), ZKR_OK);
+    CC_ASSERT_FATAL(cc_cache_open(&t, client, p, ZKR_CACHE_TREE, -1, 1, "TREE", INIT_MS) == ZKR_OK);
     check_initial_load(&t, &before);
-    CU_ASSERT_TRUE_FATAL(jis("STARTED", "treecache T %s", p));
+    CC_ASSERT_FATAL(jis("STARTED", "treecache T %s", p));
     cc_tree_t jt = {0};
     char why[2048];
     CU_ASSERT_EQUAL(java_tree("T", &jt, p), 0);
