@@ -554,6 +554,11 @@ static int create_parent(void *ctx, const char *p, const struct ACL_vector *acl,
 {
     zhandle_t *zh = ctx;
     int zrc = zkr__zh_answer(zh, zoo_create(zh, p, "", 0, acl, mode, NULL, 0));
+    /* a create under a parent that denies us CREATE is refused before the
+     * server sees the node is there: an ancestor that is there is passed
+     * (as session/requests.c does, and Curator's ZKPaths.mkdirs) */
+    if (zrc == ZNOAUTH && zkr__zh_answer(zh, zoo_exists(zh, p, 0, NULL)) == ZOK)
+        zrc = ZOK;
     return zrc == ZOK || zrc == ZNODEEXISTS ? ZKR_OK : zkr__zk_error(zrc);
 }
 

@@ -1378,6 +1378,16 @@ static void test_request_parents_closed_ancestor(void)
     r.path = denied;
     CU_ASSERT_EQUAL(zkr__request(c, &r, zkr__deadline(5000)), ZNOAUTH);
     zkr__rq_clear(&r);
+    /* the semaphore's shared count makes its parents by the same rule
+     * (zkr__ensure_path) */
+    char count[256];
+    snprintf(count, sizeof count, "%s/sem/c/count", open_);
+    CU_ASSERT_EQUAL(zkr_shared_count_set(c, count, 5), ZKR_OK);
+    int32_t got = 0;
+    CU_ASSERT_EQUAL(zkr_shared_count_get(c, count, &got), ZKR_OK);
+    CU_ASSERT_EQUAL(got, 5);
+    snprintf(count, sizeof count, "%s/other/count", closed);
+    CU_ASSERT_EQUAL(zkr_shared_count_set(c, count, 5), ZKR_ENOAUTH);
     zkr_client_close(c);
     zkt_raw_close(zh);
 }
@@ -1408,7 +1418,7 @@ static void add_suites(void)
                 test_requests_all);
     CU_add_test(s, "a request after the credentials were refused: ZAUTHFAILED, not ZCLOSING",
                 test_request_auth_failed);
-    CU_add_test(s, "parents made past an ancestor that is there under one that refuses CREATE",
+    CU_add_test(s, "parents made past an ancestor that is there under one that refuses CREATE (requests, shared count)",
                 test_request_parents_closed_ancestor);
 }
 
