@@ -107,10 +107,7 @@ int zkr__bsend(zkr_client_t *c, zkr__rq_t *r, int64_t session, int64_t deadline)
         if ((zrc != ZCONNECTIONLOSS && zrc != ZOPERATIONTIMEOUT) || zkr__remaining_ms(deadline) == 0)
             return zrc;
         int64_t pause = zkr__remaining_ms(deadline);
-        if (pause > RESEND_PAUSE_MS)
-            pause = RESEND_PAUSE_MS;
-        struct timespec ts = {0, (long)pause * 1000000L};
-        nanosleep(&ts, NULL);
+        zkr__sleep_ms(pause > RESEND_PAUSE_MS ? RESEND_PAUSE_MS : pause);
     }
 }
 

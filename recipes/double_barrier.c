@@ -83,21 +83,37 @@ static int list_members(zkr_double_barrier_t *d, zkr__bwait_t *w, int64_t deadli
     zkr__rq_clear(&r);
     if (!stats || k == 0)
         return ZOK;
-    if (!(out->czxid = calloc(k, sizeof *out->czxid)))
-        return ZSYSTEMERROR;
+    /* every member's stat asked at once (one round trip, not k); one whose
+     * answer was lost is sent again alone, as zkr__bsend does */
+    out->czxid = calloc(k, sizeof *out->czxid);
+    zkr__rq_t *es = calloc(k, sizeof *es);
+    char **paths = calloc(k, sizeof *paths);
+    zrc = out->czxid && es && paths ? ZOK : ZSYSTEMERROR;
     for (size_t i = 0; i < k && zrc == ZOK; i++) {
-        char *p = zkr__path_join(d->path, out->names[i]);
-        if (!p)
-            return ZSYSTEMERROR;
-        zkr__rq_t e = {.type = ZKR__RQ_EXISTS, .path = p};
-        zrc = zkr__bsend(d->c, &e, session, deadline);
-        if (zrc == ZOK)
-            out->czxid[i] = e.stat.czxid;
-        else if (zrc == ZNONODE)
-            zrc = ZOK;
-        zkr__rq_clear(&e);
-        free(p);
+        es[i].type = ZKR__RQ_EXISTS;
+        es[i].path = paths[i] = zkr__path_join(d->path, out->names[i]);
+        if (!paths[i])
+            zrc = ZSYSTEMERROR;
     }
+    if (zrc == ZOK && zkr__request_all(d->c, es, k, deadline) == ZSYSTEMERROR)
+        zrc = ZSYSTEMERROR;
+    for (size_t i = 0; i < k && zrc == ZOK; i++) {
+        int rc = es[i].rc;
+        if (session != 0 && es[i].session != 0 && es[i].session != session)
+            rc = ZSESSIONEXPIRED;
+        else if ((rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) && zkr__remaining_ms(deadline) > 0)
+            rc = zkr__bsend(d->c, &es[i], session, deadline);
+        if (rc == ZOK)
+            out->czxid[i] = es[i].stat.czxid;
+        else if (rc != ZNONODE)
+            zrc = rc;
+    }
+    for (size_t i = 0; es && paths && i < k; i++) {
+        zkr__rq_clear(&es[i]);
+        free(paths[i]);
+    }
+    free(es);
+    free(paths);
     return zrc;
 }
 

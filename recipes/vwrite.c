@@ -12,15 +12,6 @@
 
 #define LOST_PAUSE_MS 10 /* between two sends after a lost connection */
 
-static void sleep_ms(int64_t ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* A lost connection, or a session that ended under the request: the
  * request may or may not have been applied; another may be sent. */
 static int lost(int zrc)
@@ -42,7 +33,7 @@ int zkr__vread(zkr_client_t *c, const char *path, zkr__rq_t *rq, int64_t deadlin
             return zrc;
         if (zkr__remaining_ms(deadline) <= LOST_PAUSE_MS)
             return ZOPERATIONTIMEOUT;
-        sleep_ms(LOST_PAUSE_MS);
+        zkr__sleep_ms(LOST_PAUSE_MS);
     }
 }
 
@@ -114,7 +105,7 @@ int zkr__vwrite(zkr_client_t *c, const zkr__vw_t *w, int64_t deadline, zkr__vw_o
         }
         if (!was_lost)
             return zkr__rq_error(zrc);
-        sleep_ms(LOST_PAUSE_MS);
+        zkr__sleep_ms(LOST_PAUSE_MS);
     }
 }
 
@@ -185,6 +176,6 @@ int zkr__retry_sleep(const zkr_retry_t *r, int tries, int64_t start_ms, int64_t 
         *late = 1;
         return 0;
     }
-    sleep_ms(ms);
+    zkr__sleep_ms(ms);
     return 1;
 }

@@ -3,6 +3,15 @@
 
 #include <errno.h>
 
+void zkr__sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 int64_t zkr__now_ms(void)
 {
     struct timespec ts;

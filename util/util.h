@@ -111,6 +111,9 @@ int64_t zkr__deadline(int64_t timeout_ms);
 /* Milliseconds left until deadline (0 if passed, INT64_MAX if forever). */
 int64_t zkr__remaining_ms(int64_t deadline);
 
+/* Sleep ms milliseconds (whole, across signals); <= 0: no sleep. */
+void zkr__sleep_ms(int64_t ms);
+
 /* Initialise a condition variable that waits on CLOCK_MONOTONIC.
  * Returns 0 or an errno value. */
 int zkr__cond_init(pthread_cond_t *cond);
